@@ -1,0 +1,200 @@
+/* discardcache: backend_open picks the implementation for a spec, plus
+ * the helpers the implementations share (range checks, writing zeroes,
+ * identity).
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arith.h"
+#include "backend.h"
+#include "internal.h"
+#include "log.h"
+
+#define ACCEPTED_FORMS \
+  "backend=PATH of a regular file or block device, " \
+  "or an NBD URI such as nbd+unix:///?socket=/path"
+
+/* The URI schemes libnbd's nbd_connect_uri understands.  A file whose
+ * name starts with one of them is reached as ./nbd:...
+ */
+static const char *const uri_schemes[] = {
+  "nbd:", "nbds:", "nbd+unix:", "nbds+unix:", "nbd+vsock:", "nbds+vsock:",
+};
+
+bool
+backend_spec_is_uri (const char *spec)
+{
+  size_t i;
+
+  for (i = 0; i < sizeof uri_schemes / sizeof uri_schemes[0]; ++i)
+    if (strncmp (spec, uri_schemes[i], strlen (uri_schemes[i])) == 0)
+      return true;
+  return false;
+}
+
+/* Report a path that is neither a regular file nor a block device. */
+static struct backend *
+wrong_type (const char *path, mode_t mode)
+{
+  errno = S_ISDIR (mode) ? EISDIR : EINVAL;
+  dc_error ("backend=%s: %s: expected %s", path,
+            S_ISDIR (mode) ? "is a directory" : "not a regular file or block device",
+            ACCEPTED_FORMS);
+  return NULL;
+}
+
+static struct backend *
+open_failed (const char *path, bool read_only)
+{
+  if (!read_only && (errno == EACCES || errno == EROFS || errno == EPERM))
+    dc_error ("backend=%s: cannot open for writing: %m "
+              "(serve it read-only: readonly, -r)", path);
+  else if (errno == EBUSY)
+    dc_error ("backend=%s: %m (the block device is in use, mounted?)", path);
+  else
+    dc_error ("backend=%s: %m", path);
+  return NULL;
+}
+
+/* Open with O_NONBLOCK so that a fifo swapped in after the stat cannot
+ * hang the open, then check the type again on what was opened.  A block
+ * device opened for writing is opened exclusively (O_EXCL), so a mounted
+ * device is refused rather than corrupted.
+ */
+static struct backend *
+open_path (const char *path, bool read_only)
+{
+  struct stat st;
+  int flags = (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  int fd;
+
+  if (stat (path, &st) == -1)
+    return open_failed (path, read_only);
+  if (!S_ISREG (st.st_mode) && !S_ISBLK (st.st_mode))
+    return wrong_type (path, st.st_mode);
+  if (S_ISBLK (st.st_mode) && !read_only)
+    flags |= O_EXCL;
+
+  fd = open (path, flags);
+  if (fd == -1)
+    return open_failed (path, read_only);
+  if (fstat (fd, &st) == -1 || fcntl (fd, F_SETFL, 0) == -1) {
+    dc_error ("backend=%s: %m", path);
+    close (fd);
+    return NULL;
+  }
+  if (S_ISBLK (st.st_mode))
+    return backend_blkdev_open (path, fd, read_only);
+  if (S_ISREG (st.st_mode))
+    return backend_file_open (path, fd, read_only);
+  close (fd);
+  return wrong_type (path, st.st_mode);
+}
+
+struct backend *
+backend_open (const char *spec, bool read_only)
+{
+  if (spec == NULL || *spec == '\0') {
+    errno = EINVAL;
+    dc_error ("backend: missing; expected %s", ACCEPTED_FORMS);
+    return NULL;
+  }
+  if (backend_spec_is_uri (spec))
+    return backend_nbd_open (spec, read_only);
+  return open_path (spec, read_only);
+}
+
+void
+backend_close (struct backend *b)
+{
+  if (b)
+    b->ops->close (b);
+}
+
+int
+backend_check_range (struct backend *b, const char *op,
+                     uint64_t offset, uint64_t length,
+                     bool is_write, int beyond_errno)
+{
+  uint64_t end;
+
+  if (is_write && b->limits.read_only) {
+    errno = EROFS;
+    dc_error ("backend %s: %s: the store is read-only",
+              b->identity.name, op);
+    return -1;
+  }
+  if (ADD_OVERFLOW (offset, length, &end)) {
+    errno = EINVAL;
+    dc_error ("backend %s: %s: offset %" PRIu64 " + length %" PRIu64
+              " overflows", b->identity.name, op, offset, length);
+    return -1;
+  }
+  if (end > b->size) {
+    errno = beyond_errno;
+    dc_error ("backend %s: %s: range %" PRIu64 "-%" PRIu64
+              " is beyond the end (size %" PRIu64 ")",
+              b->identity.name, op, offset, end, b->size);
+    return -1;
+  }
+  return 0;
+}
+
+bool
+backend_discard_align (struct backend *b, uint64_t *offset, uint64_t *length)
+{
+  uint64_t g = b->limits.discard_granularity;
+  uint64_t start = round_up (*offset, g);
+  uint64_t end = round_down (*offset + *length, g);
+
+  if (end <= start)
+    return false;
+  if (start != *offset || end - start != *length)
+    dc_debug ("backend %s: discard %" PRIu64 "+%" PRIu64 " cut to %"
+              PRIu64 "+%" PRIu64, b->identity.name, *offset, *length,
+              start, end - start);
+  *offset = start;
+  *length = end - start;
+  return true;
+}
+
+/* Never written; in .bss, so it costs no space in the binary. */
+static char zero_buf[256 * 1024];
+
+int
+backend_write_zeroes (struct backend *b, uint64_t offset, uint64_t length,
+                      bool fua)
+{
+  while (length > 0) {
+    uint32_t n = MIN (length, sizeof zero_buf);
+
+    if (b->ops->pwrite (b, zero_buf, n, offset, false) == -1)
+      return -1;
+    offset += n;
+    length -= n;
+  }
+  /* One flush makes every chunk durable (a FUA on the last chunk alone
+   * would not cover the others on a store with native FUA).
+   */
+  return fua ? b->ops->flush (b) : 0;
+}
+
+void
+backend_set_identity (struct backend *b, const char *kind,
+                      dev_t dev, ino_t ino, const char *name)
+{
+  snprintf (b->identity.kind, sizeof b->identity.kind, "%s", kind);
+  b->identity.dev = dev;
+  b->identity.ino = ino;
+  if ((size_t) snprintf (b->identity.name, sizeof b->identity.name,
+                         "%s", name) >= sizeof b->identity.name)
+    dc_debug ("backend name truncated to %zu bytes: %s",
+              sizeof b->identity.name - 1, name);
+}

@@ -1,0 +1,99 @@
+/* discardcache: the backend interface, one small vtable with an
+ * implementation per kind of store: a regular file (file.c), a block
+ * device (blkdev.c) and an NBD server reached through libnbd (nbd.c).
+ *
+ * Every operation may be called from several threads at once.  Each
+ * returns 0 on success or -1 with errno set, having reported the error
+ * once with dc_error (except where a comment says it stays silent).
+ */
+#ifndef DISCARDCACHE_BACKEND_H
+#define DISCARDCACHE_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct backend;
+
+/* What the store can do, probed once at open. */
+struct backend_limits {
+  bool read_only;          /* opened or only openable read-only */
+  bool can_discard;        /* discard reaches the store (not a no-op) */
+  bool can_zero;           /* efficient zeroing (else zero writes zeros) */
+  bool can_fua;            /* per-write durability without a full flush */
+  bool can_flush;          /* flush means something */
+  bool can_extents;        /* extents() reports holes */
+  bool discard_zeroes;     /* discarded ranges read back as zeros */
+  bool can_multi_conn;     /* a flush covers writes made by any caller */
+  uint32_t discard_granularity; /* bytes, a power of two, >= 1 */
+  uint64_t max_discard;    /* largest single discard in bytes (> 0) */
+  uint32_t min_block;      /* block size constraints; 0 = none known */
+  uint32_t pref_block;
+  uint32_t max_block;
+};
+
+/* Who the store is, so saved state is never applied to another one. */
+struct backend_identity {
+  char kind[8];            /* "file", "blkdev", "nbd" */
+  dev_t dev;               /* st_dev (file) or st_rdev (blkdev); 0 for nbd */
+  ino_t ino;               /* st_ino for a file; 0 otherwise */
+  char name[256];          /* canonical path or the URI */
+};
+
+/* Called for each run of extents(): [offset, offset+length) has type
+ * flags (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO, or 0 for data).
+ */
+#define BACKEND_EXTENT_HOLE 1
+#define BACKEND_EXTENT_ZERO 2
+typedef int (*backend_extent_fn) (uint64_t offset, uint64_t length,
+                                  uint32_t type, void *opaque);
+
+struct backend_ops {
+  const char *kind;
+  int (*pread) (struct backend *b, void *buf, uint32_t count, uint64_t offset);
+  int (*pwrite) (struct backend *b, const void *buf, uint32_t count,
+                 uint64_t offset, bool fua);
+  /* Make the range read back as zeros.  may_trim allows deallocating. */
+  int (*zero) (struct backend *b, uint64_t offset, uint64_t length,
+               bool may_trim, bool fua);
+  /* Discard the range; EOPNOTSUPP is returned silently (the engine turns
+   * forwarding off and says so), other errors are reported.
+   */
+  int (*discard) (struct backend *b, uint64_t offset, uint64_t length,
+                  bool fua);
+  int (*flush) (struct backend *b);
+  /* Optional (NULL when !can_extents): describe [offset, offset+length). */
+  int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
+                  backend_extent_fn fn, void *opaque);
+  void (*close) (struct backend *b);
+};
+
+/* Fields common to every backend; implementations embed this first. */
+struct backend {
+  const struct backend_ops *ops;
+  uint64_t size;
+  struct backend_limits limits;
+  struct backend_identity identity;
+};
+
+/* Open spec: a libnbd URI (nbd:, nbds:, nbd+unix:, nbds+unix:,
+ * nbd+vsock:) goes to the nbd backend; otherwise a path, which is a block
+ * device (S_ISBLK) or a regular file.  Returns NULL with errno set and
+ * the reason reported (naming "backend" and the accepted forms).
+ */
+extern struct backend *backend_open (const char *spec, bool read_only);
+
+/* Close the backend (NULL is allowed). */
+extern void backend_close (struct backend *b);
+
+/* Whether spec looks like an NBD URI rather than a path. */
+extern bool backend_spec_is_uri (const char *spec);
+
+/* Implementations, called by backend_open. */
+extern struct backend *backend_file_open (const char *path, int fd,
+                                          bool read_only);
+extern struct backend *backend_blkdev_open (const char *path, int fd,
+                                            bool read_only);
+extern struct backend *backend_nbd_open (const char *uri, bool read_only);
+
+#endif /* DISCARDCACHE_BACKEND_H */

@@ -1,0 +1,262 @@
+/* discardcache: the regular file backend.  Discard punches a hole
+ * (fallocate PUNCH_HOLE|KEEP_SIZE), zero uses PUNCH_HOLE (may_trim) or
+ * ZERO_RANGE and falls back to writing zeroes, extents come from
+ * SEEK_DATA/SEEK_HOLE.  Reads, writes and flush are in fd.c.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <linux/falloc.h>
+
+#include "arith.h"
+#include "cleanup.h"
+#include "internal.h"
+#include "log.h"
+
+struct file_backend {
+  struct fd_backend fdb;        /* first: it starts with struct backend */
+  /* fallocate modes, set at open and cleared when the file system first
+   * answers EOPNOTSUPP, so the fallbacks are not retried every time.
+   */
+  atomic_bool can_punch;        /* PUNCH_HOLE */
+  atomic_bool can_zero_range;   /* ZERO_RANGE */
+  atomic_bool can_allocate;     /* plain fallocate (after a punch) */
+};
+
+/* fallocate, retried on EINTR; ENODEV (some file systems) means the
+ * mode is not supported, like EOPNOTSUPP.
+ */
+static int
+do_fallocate (int fd, int mode, uint64_t offset, uint64_t length)
+{
+  int r;
+
+  do
+    r = fallocate (fd, mode, offset, length);
+  while (r == -1 && errno == EINTR);
+  if (r == -1 && (errno == ENODEV || errno == ENOTSUP))
+    errno = EOPNOTSUPP;
+  return r;
+}
+
+/* Try one fallocate mode, remembered in *can: 1 when done, 0 when the
+ * mode is not supported (now or before), -1 on an error (reported).
+ */
+static int
+try_fallocate (struct file_backend *h, atomic_bool *can, int mode,
+               uint64_t offset, uint64_t length)
+{
+  if (!atomic_load (can))
+    return 0;
+  if (do_fallocate (h->fdb.fd, mode, offset, length) == 0)
+    return 1;
+  if (errno == EOPNOTSUPP) {
+    dc_debug ("backend %s: fallocate mode %#x not supported",
+              h->fdb.b.identity.name, (unsigned) mode);
+    atomic_store (can, false);
+    return 0;
+  }
+  dc_error ("backend %s: fallocate: %m", h->fdb.b.identity.name);
+  return -1;
+}
+
+/* Discard: a punched hole reads back as zeroes and frees the blocks.
+ * EOPNOTSUPP goes back to the engine silently.
+ */
+static int
+file_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
+{
+  struct file_backend *h = (struct file_backend *) b;
+  int r;
+
+  if (backend_check_range (b, "discard", offset, length, true, EINVAL) == -1)
+    return -1;
+  if (length == 0)
+    return 0;
+  r = try_fallocate (h, &h->can_punch,
+                     FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+  if (r == 0)
+    errno = EOPNOTSUPP;
+  if (r != 1)
+    return -1;
+  return fd_backend_sync_if (b, fua);
+}
+
+/* Zero without writing: 1 when done, 0 when no fallocate mode works. */
+static int
+zero_by_fallocate (struct file_backend *h, uint64_t offset, uint64_t length,
+                   bool may_trim)
+{
+  const int punch = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+  int r;
+
+  if (may_trim && (r = try_fallocate (h, &h->can_punch, punch,
+                                      offset, length)) != 0)
+    return r;
+  r = try_fallocate (h, &h->can_zero_range,
+                     FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, offset, length);
+  if (r != 0 || may_trim)
+    return r;
+  /* No ZERO_RANGE (tmpfs, for one): punch, then allocate again, since
+   * the caller asked to keep the blocks.  If allocating is not supported
+   * the range still reads as zeroes.
+   */
+  if ((r = try_fallocate (h, &h->can_punch, punch, offset, length)) != 1)
+    return r;
+  if (try_fallocate (h, &h->can_allocate, FALLOC_FL_KEEP_SIZE,
+                     offset, length) == -1)
+    return -1;
+  return 1;
+}
+
+static int
+file_zero (struct backend *b, uint64_t offset, uint64_t length,
+           bool may_trim, bool fua)
+{
+  struct file_backend *h = (struct file_backend *) b;
+  int r;
+
+  if (backend_check_range (b, "zero", offset, length, true, ENOSPC) == -1)
+    return -1;
+  if (length == 0)
+    return 0;
+  r = zero_by_fallocate (h, offset, length, may_trim);
+  if (r == -1)
+    return -1;
+  if (r == 0)
+    return backend_write_zeroes (b, offset, length, fua);
+  return fd_backend_sync_if (b, fua);
+}
+
+/* The run that starts at offset: its type and where it ends (<= end).
+ * lseek moves the shared file offset, which nothing else uses (reads
+ * and writes are positional), so concurrent callers need no lock.
+ */
+static int
+next_extent (struct file_backend *h, uint64_t offset, uint64_t end,
+             uint64_t *next, uint32_t *type)
+{
+  off_t pos = lseek (h->fdb.fd, offset, SEEK_DATA);
+
+  if (pos == -1 && errno == ENXIO)  /* only a hole up to end of file */
+    pos = end;
+  if (pos == -1)
+    goto err;
+  if ((uint64_t) pos > offset) {
+    *type = BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO;
+    *next = MIN ((uint64_t) pos, end);
+    return 0;
+  }
+  pos = lseek (h->fdb.fd, offset, SEEK_HOLE);
+  if (pos == -1)
+    goto err;
+  *type = 0;
+  *next = MIN ((uint64_t) pos, end);
+  return 0;
+
+ err:
+  dc_error ("backend %s: lseek: %m", h->fdb.b.identity.name);
+  return -1;
+}
+
+/* Report the runs of [offset, offset+length).  A callback that fails
+ * stops the walk; it has reported its own error.
+ */
+static int
+file_extents (struct backend *b, uint64_t offset, uint64_t length,
+              backend_extent_fn fn, void *opaque)
+{
+  struct file_backend *h = (struct file_backend *) b;
+  uint64_t end;
+
+  if (backend_check_range (b, "extents", offset, length, false, EINVAL) == -1)
+    return -1;
+  end = offset + length;
+  while (offset < end) {
+    uint64_t next;
+    uint32_t type;
+
+    if (next_extent (h, offset, end, &next, &type) == -1 ||
+        fn (offset, next - offset, type, opaque) == -1)
+      return -1;
+    offset = next;
+  }
+  return 0;
+}
+
+static const struct backend_ops file_ops = {
+  .kind = "file",
+  .pread = fd_backend_pread,
+  .pwrite = fd_backend_pwrite,
+  .zero = file_zero,
+  .discard = file_discard,
+  .flush = fd_backend_flush,
+  .extents = file_extents,
+  .close = fd_backend_close,
+};
+
+/* The file system block: holes are punched in whole blocks (a partial
+ * block is zeroed by writing), so this is the discard granularity.
+ * statfs f_bsize, else st_blksize, else 4096.
+ */
+static uint32_t
+fs_block_size (int fd, const struct stat *st)
+{
+  struct statfs sfs;
+
+  if (fstatfs (fd, &sfs) == 0 && sfs.f_bsize > 0 &&
+      sfs.f_bsize <= (1 << 30) && is_power_of_2 (sfs.f_bsize))
+    return sfs.f_bsize;
+  if (st->st_blksize > 0 && st->st_blksize <= (1 << 30) &&
+      is_power_of_2 (st->st_blksize))
+    return st->st_blksize;
+  return 4096;
+}
+
+static void
+file_set_limits (struct backend_limits *l, int fd, const struct stat *st)
+{
+  l->can_discard = !l->read_only;
+  l->can_zero = !l->read_only;
+  l->can_extents = true;
+  l->discard_zeroes = true;
+  l->discard_granularity = fs_block_size (fd, st);
+  l->max_discard = BACKEND_MAX_DISCARD;
+  l->min_block = 0;             /* any byte range works */
+  l->pref_block = l->discard_granularity;
+  l->max_block = 0;
+}
+
+/* Takes fd (open on path, a regular file) and closes it on failure. */
+struct backend *
+backend_file_open (const char *path, int fd, bool read_only)
+{
+  struct file_backend *h;
+  struct stat st;
+  CLEANUP_FREE char *real = NULL;
+
+  h = calloc (1, sizeof *h);
+  if (h == NULL || fstat (fd, &st) == -1 ||
+      (real = realpath (path, NULL)) == NULL) {
+    dc_error ("backend=%s: %m", path);
+    free (h);
+    close (fd);
+    return NULL;
+  }
+  fd_backend_init (&h->fdb, &file_ops, fd, read_only);
+  atomic_init (&h->can_punch, true);
+  atomic_init (&h->can_zero_range, true);
+  atomic_init (&h->can_allocate, true);
+  h->fdb.b.size = st.st_size;
+  file_set_limits (&h->fdb.b.limits, fd, &st);
+  backend_set_identity (&h->fdb.b, "file", st.st_dev, st.st_ino, real);
+  dc_debug ("backend %s: file, size %jd, granularity %u",
+            real, (intmax_t) st.st_size, h->fdb.b.limits.discard_granularity);
+  return &h->fdb.b;
+}

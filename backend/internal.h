@@ -1,0 +1,88 @@
+/* discardcache: helpers shared by the backend implementations (not part
+ * of the interface in backend.h; only the files in backend/ include it).
+ */
+#ifndef DISCARDCACHE_BACKEND_INTERNAL_H
+#define DISCARDCACHE_BACKEND_INTERNAL_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+/* The largest discard any backend reports (max_discard): 1 GiB, the
+ * largest discard the Linux block layer and its NBD client send.  One
+ * discard is one syscall or one NBD request that holds the store (a
+ * non-queued TRIM, the inode lock of a hole punch) until it ends, so a
+ * bound keeps each step of the flusher short enough to stay out of the
+ * way of writes that arrive meanwhile.
+ */
+#define BACKEND_MAX_DISCARD (UINT64_C (1) << 30)
+
+/* Check [offset, offset+length) against the size of b before an
+ * operation named op.  Reports and fails with EINVAL if the sum
+ * overflows, with beyond_errno if the range ends past the end (nbdkit's
+ * choice: ENOSPC for writes and zeroes, EINVAL for reads and discards),
+ * and with EROFS for writing operations (is_write) on a read-only store.
+ */
+extern int backend_check_range (struct backend *b, const char *op,
+                                 uint64_t offset, uint64_t length,
+                                 bool is_write, int beyond_errno)
+  __attribute__ ((nonnull (1, 2)));
+
+/* Cut a discard, already range-checked, inward to whole granules of
+ * b's discard granularity (a discard is a hint: dropping a partial head
+ * and tail is allowed, and the store would ignore or refuse them).
+ * Returns false when no whole granule is left.  Not for stores that
+ * promise discard_zeroes.
+ */
+extern bool backend_discard_align (struct backend *b, uint64_t *offset,
+                                   uint64_t *length)
+  __attribute__ ((nonnull (1, 2, 3)));
+
+/* Zero a range by writing zeroes through b->ops->pwrite in chunks (the
+ * fallback when the store has no efficient zero).
+ */
+extern int backend_write_zeroes (struct backend *b, uint64_t offset,
+                                 uint64_t length, bool fua)
+  __attribute__ ((nonnull (1)));
+
+/* Copy the name (truncated to fit) into the identity. */
+extern void backend_set_identity (struct backend *b, const char *kind,
+                                  dev_t dev, ino_t ino, const char *name)
+  __attribute__ ((nonnull (1, 2, 5)));
+
+/* The part shared by the backends on a file descriptor (file.c and
+ * blkdev.c embed it first; it embeds struct backend first).
+ */
+struct fd_backend {
+  struct backend b;
+  int fd;
+  atomic_bool can_dsync;        /* pwritev2 (RWF_DSYNC) works */
+};
+
+/* Set up h (already zeroed) around an open fd. */
+extern void fd_backend_init (struct fd_backend *h, const struct backend_ops *ops,
+                             int fd, bool read_only)
+  __attribute__ ((nonnull (1, 2)));
+
+/* The ops both fd backends use as they are. */
+extern int fd_backend_pread (struct backend *b, void *buf, uint32_t count,
+                             uint64_t offset);
+extern int fd_backend_pwrite (struct backend *b, const void *buf,
+                              uint32_t count, uint64_t offset, bool fua);
+extern int fd_backend_flush (struct backend *b);
+extern void fd_backend_close (struct backend *b);
+
+/* fdatasync when fua is set (after a zero or a discard). */
+extern int fd_backend_sync_if (struct backend *b, bool fua);
+
+/* True for the errnos that mean "this operation is not supported". */
+static inline bool
+backend_is_enotsup (int err)
+{
+  return err == ENOTSUP || err == EOPNOTSUPP;
+}
+
+#endif /* DISCARDCACHE_BACKEND_INTERNAL_H */

@@ -1,0 +1,15 @@
+# backend: the storage backends behind the engine (backend.h), one
+# convenience library for the front-ends and the tests.
+noinst_HEADERS += \
+	backend/backend.h \
+	backend/internal.h
+
+noinst_LTLIBRARIES += libbackend.la
+libbackend_la_SOURCES = \
+	backend/backend.c \
+	backend/fd.c \
+	backend/file.c \
+	backend/blkdev.c \
+	backend/nbd.c
+libbackend_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+libbackend_la_LIBADD = $(LIBNBD_LIBS)

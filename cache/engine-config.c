@@ -1,0 +1,194 @@
+/* discardcache: engine settings (see config.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arith.h"
+#include "engine-config.h"
+#include "log.h"
+#include "parse.h"
+
+const char engine_config_help[] =
+  "backend=PATH|URI         (required) file, block device or NBD URI to serve.\n"
+  "readonly=BOOL            Open the backend read-only and export read-only.\n"
+  "delay=DURATION           Age before a pending discard is forwarded (30s).\n"
+  "minlen=SIZE              Flusher skips shorter pending extents (0).\n"
+  "granularity=auto|SIZE    Discard alignment, a power of two (auto).\n"
+  "max-discard=auto|SIZE    Largest discard sent to the backend (auto).\n"
+  "idle=DURATION            Client quiet time before forwarding (200ms).\n"
+  "rate=N                   At most N discards per second, 0 = no limit (0).\n"
+  "max-extents=N            Bound on pending extents (1M).\n"
+  "on-full=forward|drop     What to do at max-extents (forward).\n"
+  "flush-discards=BOOL      Client FLUSH forwards pending discards (false).\n"
+  "passthrough=BOOL         Forward every trim at once, no caching (false).";
+
+void
+engine_config_init (struct engine_config *cfg)
+{
+  *cfg = (struct engine_config) {
+    .delay_ms = 30000,
+    .idle_ms = 200,
+    .max_extents = 1024 * 1024,
+    .on_full = ON_FULL_FORWARD,
+  };
+}
+
+void
+engine_config_free (struct engine_config *cfg)
+{
+  free (cfg->backend);
+  cfg->backend = NULL;
+}
+
+static int
+set_auto_or_power_of_2 (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t n;
+
+  if (strcmp (value, "auto") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  if (!is_power_of_2 (n)) {
+    dc_error ("%s=%s: invalid value: expected auto or a power of two such as 4096 or 64k",
+              key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+static int
+set_max_discard (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t n;
+
+  if (strcmp (value, "auto") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  if (n < 512) {
+    dc_error ("%s=%s: invalid value: expected auto or a size of at least 512 bytes",
+              key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+static int
+set_max_extents (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t n;
+
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  if (n == 0) {
+    dc_error ("%s=%s: invalid value: expected a count of at least 1 (suffixes k, M: 1M = 1048576)",
+              key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+static int
+set_on_full (const char *key, const char *value, enum on_full_policy *out)
+{
+  if (strcmp (value, "forward") == 0)
+    *out = ON_FULL_FORWARD;
+  else if (strcmp (value, "drop") == 0)
+    *out = ON_FULL_DROP;
+  else {
+    dc_error ("%s=%s: invalid value: expected forward or drop", key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
+static int
+set_backend (const char *key, const char *value, char **out)
+{
+  char *copy;
+
+  if (*value == '\0') {
+    dc_error ("%s: empty value: expected a path to a file or block device, "
+              "or an NBD URI such as nbd+unix:///?socket=/path", key);
+    errno = EINVAL;
+    return -1;
+  }
+  copy = strdup (value);
+  if (copy == NULL) {
+    dc_error ("strdup: %m");
+    return -1;
+  }
+  free (*out);
+  *out = copy;
+  return 0;
+}
+
+int
+engine_config_set (struct engine_config *cfg, const char *key,
+                   const char *value)
+{
+  if (strcmp (key, "backend") == 0)
+    return set_backend (key, value, &cfg->backend);
+  if (strcmp (key, "readonly") == 0)
+    return parse_bool (key, value, &cfg->read_only);
+  if (strcmp (key, "delay") == 0)
+    return parse_duration_ms (key, value, &cfg->delay_ms);
+  if (strcmp (key, "minlen") == 0)
+    return parse_size (key, value, &cfg->minlen);
+  if (strcmp (key, "granularity") == 0)
+    return set_auto_or_power_of_2 (key, value, &cfg->granularity);
+  if (strcmp (key, "max-discard") == 0)
+    return set_max_discard (key, value, &cfg->max_discard);
+  if (strcmp (key, "idle") == 0)
+    return parse_duration_ms (key, value, &cfg->idle_ms);
+  if (strcmp (key, "rate") == 0)
+    return parse_count (key, value, 1000000, &cfg->rate);
+  if (strcmp (key, "max-extents") == 0)
+    return set_max_extents (key, value, &cfg->max_extents);
+  if (strcmp (key, "on-full") == 0)
+    return set_on_full (key, value, &cfg->on_full);
+  if (strcmp (key, "flush-discards") == 0)
+    return parse_bool (key, value, &cfg->flush_discards);
+  if (strcmp (key, "passthrough") == 0)
+    return parse_bool (key, value, &cfg->passthrough);
+  return 1;
+}
+
+int
+engine_config_complete (const struct engine_config *cfg)
+{
+  if (cfg->backend == NULL) {
+    dc_error ("backend parameter is required: backend=PATH of a file or block "
+              "device, or backend=URI such as nbd+unix:///?socket=/path");
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
+bool
+engine_config_key_is_runtime (const char *key)
+{
+  static const char *const keys[] = { "delay", "minlen", "idle", "rate" };
+
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (strcmp (key, keys[i]) == 0)
+      return true;
+  return false;
+}

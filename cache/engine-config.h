@@ -1,0 +1,51 @@
+/* discardcache: the engine's settings, parsed from key=value pairs in the
+ * same way by every front-end (nbdkit plugin, FUSE).
+ */
+#ifndef DISCARDCACHE_ENGINE_CONFIG_H
+#define DISCARDCACHE_ENGINE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum on_full_policy {
+  ON_FULL_FORWARD,             /* forward the oldest pending extents */
+  ON_FULL_DROP,                /* drop the oldest, counted */
+};
+
+struct engine_config {
+  char *backend;               /* path or NBD URI (owned) */
+  bool read_only;
+  uint64_t delay_ms;           /* a trim waits this long before forwarding */
+  uint64_t minlen;             /* shorter pending extents are not forwarded by the flusher */
+  uint64_t granularity;        /* 0: the backend's discard granularity */
+  uint64_t max_discard;        /* 0: the backend's maximum discard size */
+  uint64_t idle_ms;            /* clients quiet this long before forwarding */
+  uint64_t rate;               /* discards per second, 0 = unlimited */
+  uint64_t max_extents;        /* memory bound on pending extents */
+  enum on_full_policy on_full;
+  bool flush_discards;         /* client FLUSH forwards pending discards first */
+  bool passthrough;            /* forward every trim at once (baseline) */
+};
+
+/* Help text for the keys, one per line, "key=VALUE  explanation". */
+extern const char engine_config_help[];
+
+/* Fill in the defaults documented in the man page. */
+extern void engine_config_init (struct engine_config *cfg);
+
+/* Release what the config owns. */
+extern void engine_config_free (struct engine_config *cfg);
+
+/* Apply one key=value.  Returns 0 on success, -1 (error reported, errno
+ * EINVAL, cfg unchanged) for a bad value, 1 if key is not an engine key.
+ */
+extern int engine_config_set (struct engine_config *cfg, const char *key,
+                              const char *value);
+
+/* Check what single keys cannot: backend present.  Returns 0 or -1. */
+extern int engine_config_complete (const struct engine_config *cfg);
+
+/* Whether key may be changed while the engine runs (control socket). */
+extern bool engine_config_key_is_runtime (const char *key);
+
+#endif /* DISCARDCACHE_ENGINE_CONFIG_H */

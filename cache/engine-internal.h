@@ -1,0 +1,92 @@
+/* discardcache: the engine's one context struct, shared by the files
+ * that implement it (engine.c: lifecycle and data path; forward.c:
+ * sending discards and the in-flight list; flusher.c: the thread).
+ */
+#ifndef DISCARDCACHE_ENGINE_INTERNAL_H
+#define DISCARDCACHE_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "engine-config.h"
+#include "engine.h"
+#include "extmap.h"
+
+/* A discard being sent; lives on the sending thread's stack. */
+struct inflight {
+  uint64_t offset;
+  uint64_t length;
+  struct inflight *next;
+};
+
+struct engine {
+  struct engine_config cfg;         /* runtime keys change under lock */
+  struct backend *backend;
+  uint64_t granularity;             /* resolved: never 0 */
+  uint64_t chunk_limit;             /* largest single discard */
+
+  pthread_mutex_t lock;             /* protects everything below */
+  pthread_cond_t inflight_done;     /* a discard in flight completed */
+  pthread_cond_t wakeup;            /* the flusher has something to look at */
+  struct extmap *map;
+  struct inflight *inflight;
+  uint64_t epoch_ms;                /* monotonic ms at tick 0 */
+  uint64_t map_generation;          /* bumped by every insert */
+  bool forwarding_disabled;         /* backend answered EOPNOTSUPP */
+  bool paused;
+  bool stopping;
+  bool thread_running;
+  pthread_t thread;
+  uint64_t backoff_ms;              /* after a transient discard error */
+  uint64_t retry_at_ms;
+  uint64_t next_slot_ns;            /* rate limit: earliest next discard */
+  struct engine_stats stats;        /* counters only; the rest is derived */
+
+  /* Idle detection, updated without the lock on every request. */
+  atomic_uint active_requests;
+  atomic_uint_fast64_t last_request_ms;
+};
+
+/* Monotonic clock in milliseconds and in nanoseconds. */
+extern uint64_t engine_now_ms (void);
+extern uint64_t engine_now_ns (void);
+
+/* Ticks for the extent map (ms since epoch), rebased before they wrap.
+ * Call with the lock held.
+ */
+extern uint32_t engine_ticks (struct engine *e);
+
+/* Send [offset, offset+length), already removed from the map, to the
+ * backend in chunks, registered as in flight.  Called and returns with
+ * the lock held (drops it around the I/O).  On a transient error the
+ * unsent part goes back to the map at time (keep_on_error) or is counted
+ * as dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
+ * errno (the errno the backend gave).
+ */
+extern int engine_forward_locked (struct engine *e, uint64_t offset,
+                                  uint64_t length, uint32_t time, bool fua,
+                                  bool keep_on_error);
+
+/* Pick the next range to forward: the largest pending extent queued at
+ * or before cutoff and at least minlen long, aligned inward and limited
+ * to one chunk, removed from the map.  Lock held.  False if none.
+ */
+extern bool engine_pick_locked (struct engine *e, uint32_t cutoff,
+                                uint64_t minlen, uint64_t *offset,
+                                uint64_t *length, uint32_t *time);
+
+/* Whether [offset, offset+length) overlaps a discard in flight. */
+extern bool engine_overlaps_inflight_locked (const struct engine *e,
+                                             uint64_t offset,
+                                             uint64_t length);
+
+/* Give up every pending extent (the backend cannot discard): counted. */
+extern void engine_drop_all_locked (struct engine *e);
+
+/* The flusher thread's body. */
+extern void *engine_flusher_thread (void *opaque);
+
+#endif /* DISCARDCACHE_ENGINE_INTERNAL_H */

@@ -1,0 +1,590 @@
+/* discardcache: engine lifecycle and data path (see engine.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arith.h"
+#include "engine-internal.h"
+#include "log.h"
+#include "policy.h"
+
+/* Rebase the extent map's 32-bit millisecond ticks well before they
+ * wrap (2^31 ms is about 24 days).
+ */
+#define TICKS_REBASE_AT (UINT32_C (1) << 31)
+#define TICKS_REBASE_BY (UINT32_C (1) << 30)
+
+uint64_t
+engine_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
+uint64_t
+engine_now_ms (void)
+{
+  return engine_now_ns () / 1000000;
+}
+
+uint32_t
+engine_ticks (struct engine *e)
+{
+  uint64_t ticks = engine_now_ms () - e->epoch_ms;
+
+  if (ticks >= TICKS_REBASE_AT) {
+    e->epoch_ms += TICKS_REBASE_BY;
+    extmap_rebase_time (e->map, TICKS_REBASE_BY);
+    ticks -= TICKS_REBASE_BY;
+  }
+  return (uint32_t) ticks;
+}
+
+/* The user's granularity may coarsen the backend's, never refine it:
+ * a discard smaller than the device's granule is not a discard.
+ */
+static int
+resolve_limits (struct engine *e)
+{
+  const struct backend_limits *lim = &e->backend->limits;
+  uint64_t max_discard = lim->max_discard;
+
+  e->granularity = e->cfg.granularity ? e->cfg.granularity
+                                      : lim->discard_granularity;
+  if (e->granularity < lim->discard_granularity) {
+    dc_error ("granularity=%" PRIu64 ": must be at least the backend's "
+              "discard granularity, %" PRIu32 " bytes (or auto)",
+              e->granularity, lim->discard_granularity);
+    errno = EINVAL;
+    return -1;
+  }
+  if (e->cfg.max_discard) {
+    if (e->cfg.max_discard > max_discard)
+      dc_debug ("max-discard=%" PRIu64 " is above the backend's %" PRIu64
+                ": using the backend's", e->cfg.max_discard, max_discard);
+    else
+      max_discard = e->cfg.max_discard;
+  }
+  if (max_discard < e->granularity) {
+    dc_error ("max-discard=%" PRIu64 ": must be at least the granularity, "
+              "%" PRIu64 " bytes", max_discard, e->granularity);
+    errno = EINVAL;
+    return -1;
+  }
+  e->chunk_limit = policy_chunk_limit (max_discard, e->granularity);
+  return 0;
+}
+
+static int
+init_sync (struct engine *e)
+{
+  pthread_condattr_t attr;
+  int err;
+
+  pthread_condattr_init (&attr);
+  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+  err = pthread_mutex_init (&e->lock, NULL);
+  if (err == 0)
+    err = pthread_cond_init (&e->inflight_done, &attr);
+  if (err == 0)
+    err = pthread_cond_init (&e->wakeup, &attr);
+  pthread_condattr_destroy (&attr);
+  if (err) {
+    errno = err;
+    dc_error ("engine: cannot initialise locks: %m");
+    return -1;
+  }
+  return 0;
+}
+
+struct engine *
+engine_open_backend (const struct engine_config *cfg, struct backend *b)
+{
+  struct engine *e = calloc (1, sizeof *e);
+
+  if (e == NULL) {
+    dc_error ("calloc: %m");
+    backend_close (b);
+    return NULL;
+  }
+  e->backend = b;
+  e->cfg = *cfg;
+  e->cfg.backend = strdup (cfg->backend ? cfg->backend : b->identity.name);
+  e->map = extmap_new ();
+  if (e->cfg.backend == NULL || e->map == NULL) {
+    dc_error ("engine: out of memory");
+    goto err;
+  }
+  if (resolve_limits (e) == -1 || init_sync (e) == -1)
+    goto err;
+  e->forwarding_disabled = !b->limits.can_discard;
+  e->epoch_ms = engine_now_ms ();
+  atomic_init (&e->active_requests, 0);
+  atomic_init (&e->last_request_ms, e->epoch_ms);
+  dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
+            ", max discard %" PRIu64 ", discard %s",
+            e->cfg.backend, b->ops->kind, b->size, e->granularity,
+            e->chunk_limit,
+            e->forwarding_disabled ? "unsupported" : "supported");
+  return e;
+
+ err:
+  {
+    int saved_errno = errno;
+
+    backend_close (e->backend);
+    extmap_free (e->map);
+    engine_config_free (&e->cfg);
+    free (e);
+    errno = saved_errno;
+    return NULL;
+  }
+}
+
+struct engine *
+engine_open (const struct engine_config *cfg)
+{
+  struct backend *b = backend_open (cfg->backend, cfg->read_only);
+
+  return b ? engine_open_backend (cfg, b) : NULL;
+}
+
+int
+engine_start (struct engine *e)
+{
+  int err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
+
+  if (err) {
+    errno = err;
+    dc_error ("engine: cannot start the flusher thread: %m");
+    return -1;
+  }
+  e->thread_running = true;
+  return 0;
+}
+
+static void
+log_leftovers (struct engine *e)
+{
+  struct engine_stats st;
+
+  engine_get_stats (e, &st);
+  if (st.pending_bytes > st.subgranule_bytes)
+    dc_error ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) were "
+              "not forwarded", st.pending_extents, st.pending_bytes);
+  else if (st.pending_extents)
+    dc_debug ("at stop, %" PRIu64 " sub-granule fragments (%" PRIu64
+              " bytes) stay unsent", st.pending_extents, st.pending_bytes);
+}
+
+void
+engine_stop (struct engine *e, uint64_t timeout_ms)
+{
+  uint64_t deadline = engine_now_ms () + timeout_ms;
+  uint64_t offset, length;
+  uint32_t time;
+
+  pthread_mutex_lock (&e->lock);
+  e->stopping = true;
+  pthread_cond_broadcast (&e->wakeup);
+  pthread_mutex_unlock (&e->lock);
+  if (e->thread_running) {
+    pthread_join (e->thread, NULL);
+    e->thread_running = false;
+  }
+
+  pthread_mutex_lock (&e->lock);
+  while (!e->forwarding_disabled && engine_now_ms () < deadline &&
+         engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
+    if (engine_forward_locked (e, offset, length, time, false, true) == -1)
+      break;
+  }
+  pthread_mutex_unlock (&e->lock);
+  log_leftovers (e);
+}
+
+void
+engine_close (struct engine *e)
+{
+  if (e == NULL)
+    return;
+  if (e->thread_running)
+    engine_stop (e, 0);
+  backend_close (e->backend);
+  extmap_free (e->map);
+  pthread_cond_destroy (&e->wakeup);
+  pthread_cond_destroy (&e->inflight_done);
+  pthread_mutex_destroy (&e->lock);
+  engine_config_free (&e->cfg);
+  free (e);
+}
+
+uint64_t
+engine_size (const struct engine *e)
+{
+  return e->backend->size;
+}
+
+const struct backend_limits *
+engine_limits (const struct engine *e)
+{
+  return &e->backend->limits;
+}
+
+/* Requests in progress and the end of the last one tell the flusher
+ * whether clients are idle.
+ */
+static void
+request_begin (struct engine *e)
+{
+  atomic_fetch_add (&e->active_requests, 1);
+}
+
+static void
+request_end (struct engine *e)
+{
+  atomic_store (&e->last_request_ms, engine_now_ms ());
+  atomic_fetch_sub (&e->active_requests, 1);
+}
+
+static int
+check_range (const struct engine *e, uint64_t offset, uint64_t length,
+             bool write)
+{
+  uint64_t end;
+
+  if (write && e->backend->limits.read_only) {
+    errno = EROFS;
+    return -1;
+  }
+  if (length == 0 || ADD_OVERFLOW (offset, length, &end) ||
+      end > e->backend->size) {
+    dc_error ("request [%" PRIu64 ", +%" PRIu64 ") is outside the disk "
+              "(size %" PRIu64 ")", offset, length, e->backend->size);
+    errno = EINVAL;
+    return -1;
+  }
+  return 0;
+}
+
+/* Without memory to split an extent, cancel every overlapping extent
+ * whole: removing whole extents never allocates.  The bytes outside the
+ * request are counted as dropped.
+ */
+static void
+cancel_whole_extents_locked (struct engine *e, uint64_t offset,
+                             uint64_t length, uint64_t *cancelled)
+{
+  struct extent x;
+
+  while (extmap_find_overlap (e->map, offset, length, &x)) {
+    uint64_t start = MAX (x.offset, offset);
+    uint64_t end = MIN (x.offset + x.length, offset + length);
+
+    extmap_remove (e->map, x.offset, x.length, NULL);
+    *cancelled += end - start;
+    e->stats.dropped++;
+    e->stats.dropped_bytes += x.length - (end - start);
+    e->stats.dropped_nomem_bytes += x.length - (end - start);
+  }
+}
+
+/* Invariant 1: remove pending discards under [offset, offset+length) and
+ * wait out any overlapping discard in flight.  A discard that fails goes
+ * back into the map before it leaves the in-flight list, so the loop
+ * removes it again.
+ */
+static void
+cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
+                uint64_t *cancelled)
+{
+  pthread_mutex_lock (&e->lock);
+  for (;;) {
+    uint64_t removed;
+
+    if (extmap_remove (e->map, offset, length, &removed) == 0)
+      *cancelled += removed;
+    else
+      cancel_whole_extents_locked (e, offset, length, cancelled);
+    if (!engine_overlaps_inflight_locked (e, offset, length))
+      break;
+    e->stats.write_waits++;
+    pthread_cond_wait (&e->inflight_done, &e->lock);
+  }
+  pthread_mutex_unlock (&e->lock);
+}
+
+int
+engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
+{
+  int r;
+
+  if (check_range (e, offset, count, false) == -1)
+    return -1;
+  request_begin (e);
+  r = e->backend->ops->pread (e->backend, buf, count, offset);
+  request_end (e);
+  return r;
+}
+
+int
+engine_pwrite (struct engine *e, const void *buf, uint32_t count,
+               uint64_t offset, bool fua)
+{
+  int r;
+
+  if (check_range (e, offset, count, true) == -1)
+    return -1;
+  request_begin (e);
+  cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
+  r = e->backend->ops->pwrite (e->backend, buf, count, offset, fua);
+  request_end (e);
+  return r;
+}
+
+int
+engine_zero (struct engine *e, uint64_t offset, uint64_t length,
+             bool may_trim, bool fua, bool fast)
+{
+  int r;
+
+  if (check_range (e, offset, length, true) == -1)
+    return -1;
+  if (fast && !e->backend->limits.can_zero) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  request_begin (e);
+  cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
+  r = e->backend->ops->zero (e->backend, offset, length, may_trim, fua);
+  request_end (e);
+  return r;
+}
+
+/* Keep max-extents: forward (or drop, by policy) the oldest extents.
+ * Each turn removes one whole extent; its sub-granule head and tail
+ * cannot be sent alone, so at the bound they are dropped and counted.
+ */
+static void
+enforce_bound_locked (struct engine *e)
+{
+  struct extent x;
+  uint64_t aoff, alen;
+
+  while (extmap_count (e->map) > e->cfg.max_extents &&
+         extmap_oldest (e->map, &x)) {
+    extmap_remove (e->map, x.offset, x.length, NULL);
+    if (e->cfg.on_full == ON_FULL_DROP || e->forwarding_disabled) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += x.length;
+      e->stats.dropped_full_bytes += x.length;
+      continue;
+    }
+    if (!policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen))
+      alen = 0;
+    if (alen < x.length) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += x.length - alen;
+      e->stats.dropped_fragment_bytes += x.length - alen;
+    }
+    if (alen)
+      engine_forward_locked (e, aoff, alen, x.time, false, false);
+  }
+}
+
+/* FUA and passthrough trims go to the backend before the reply.  Pending
+ * extents under the range are part of this discard now.
+ */
+static int
+trim_now (struct engine *e, uint64_t offset, uint64_t length, bool fua)
+{
+  int r;
+
+  pthread_mutex_lock (&e->lock);
+  extmap_remove (e->map, offset, length, NULL);
+  r = engine_forward_locked (e, offset, length, engine_ticks (e), fua,
+                             !e->cfg.passthrough);
+  pthread_mutex_unlock (&e->lock);
+  if (r == -1 && (errno == EOPNOTSUPP || errno == ENOTSUP))
+    r = 0;
+  /* A trim is a hint: only the passthrough baseline shows the backend's
+   * error to the client, as a plain proxy would.
+   */
+  return e->cfg.passthrough ? r : 0;
+}
+
+static void
+record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
+{
+  size_t before = extmap_count (e->map);
+
+  if (extmap_insert (e->map, offset, length, engine_ticks (e)) == -1) {
+    /* No memory to remember it: send it now rather than forget it. */
+    engine_forward_locked (e, offset, length, engine_ticks (e), false, false);
+    return;
+  }
+  e->stats.merges += before + 1 - extmap_count (e->map);
+  e->map_generation++;
+  enforce_bound_locked (e);
+  pthread_cond_signal (&e->wakeup);
+}
+
+int
+engine_trim (struct engine *e, uint64_t offset, uint64_t length, bool fua)
+{
+  int r = 0;
+
+  if (check_range (e, offset, length, true) == -1)
+    return -1;
+  request_begin (e);
+  pthread_mutex_lock (&e->lock);
+  e->stats.trims++;
+  e->stats.trim_bytes += length;
+  if (e->forwarding_disabled) {
+    e->stats.dropped++;
+    e->stats.dropped_bytes += length;
+    e->stats.dropped_unsupported_bytes += length;
+    pthread_mutex_unlock (&e->lock);
+  }
+  else if (fua || e->cfg.passthrough) {
+    pthread_mutex_unlock (&e->lock);
+    r = trim_now (e, offset, length, fua);
+  }
+  else {
+    record_trim_locked (e, offset, length);
+    pthread_mutex_unlock (&e->lock);
+  }
+  request_end (e);
+  return r;
+}
+
+/* Forward everything forwardable, then wait for discards that others
+ * have in flight, so a caller that asked for strictness gets it.
+ */
+int
+engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
+{
+  uint64_t offset, length, n = 0, total = 0;
+  uint32_t time;
+  int r = 0;
+
+  pthread_mutex_lock (&e->lock);
+  while (!e->forwarding_disabled &&
+         engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
+    if (engine_forward_locked (e, offset, length, time, false, true) == -1) {
+      if (errno != EOPNOTSUPP && errno != ENOTSUP) {
+        dc_error ("discard of [%" PRIu64 ", +%" PRIu64 ") failed: %m "
+                  "(kept pending, retried later)", offset, length);
+        r = -1;
+      }
+      break;
+    }
+    n++;
+    total += length;
+  }
+  while (r == 0 && e->inflight != NULL)
+    pthread_cond_wait (&e->inflight_done, &e->lock);
+  pthread_mutex_unlock (&e->lock);
+  if (commands)
+    *commands = n;
+  if (bytes)
+    *bytes = total;
+  return r;
+}
+
+int
+engine_flush (struct engine *e)
+{
+  int r = 0;
+
+  request_begin (e);
+  if (e->cfg.flush_discards)
+    r = engine_drain (e, NULL, NULL);
+  if (r == 0)
+    r = e->backend->ops->flush (e->backend);
+  request_end (e);
+  return r;
+}
+
+int
+engine_extents (struct engine *e, uint64_t offset, uint64_t length,
+                backend_extent_fn fn, void *opaque)
+{
+  int r;
+
+  if (e->backend->ops->extents == NULL) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  request_begin (e);
+  r = e->backend->ops->extents (e->backend, offset, length, fn, opaque);
+  request_end (e);
+  return r;
+}
+
+void
+engine_pause (struct engine *e, bool paused)
+{
+  pthread_mutex_lock (&e->lock);
+  e->paused = paused;
+  pthread_cond_broadcast (&e->wakeup);
+  pthread_mutex_unlock (&e->lock);
+}
+
+int
+engine_set (struct engine *e, const char *key, const char *value)
+{
+  int r;
+
+  if (!engine_config_key_is_runtime (key)) {
+    dc_error ("%s: cannot be changed while running: the runtime keys are "
+              "delay, minlen, idle and rate", key);
+    errno = EINVAL;
+    return -1;
+  }
+  pthread_mutex_lock (&e->lock);
+  r = engine_config_set (&e->cfg, key, value);
+  pthread_cond_broadcast (&e->wakeup);
+  pthread_mutex_unlock (&e->lock);
+  return r;
+}
+
+static int
+count_subgranule (const struct extent *x, void *opaque)
+{
+  const struct engine *e = ((void **) opaque)[0];
+  uint64_t *bytes = ((void **) opaque)[1];
+  uint64_t aoff, alen;
+
+  if (!policy_aligned_part (x->offset, x->length, e->granularity, &aoff, &alen))
+    *bytes += x->length;
+  return 0;
+}
+
+void
+engine_get_stats (struct engine *e, struct engine_stats *st)
+{
+  uint64_t subgranule = 0;
+  void *args[2] = { e, &subgranule };
+
+  pthread_mutex_lock (&e->lock);
+  *st = e->stats;
+  extmap_iterate (e->map, 0, count_subgranule, args);
+  st->subgranule_bytes = subgranule;
+  st->pending_extents = extmap_count (e->map);
+  st->pending_bytes = extmap_bytes (e->map);
+  st->memory_bytes = extmap_memory (e->map);
+  st->discard_supported = !e->forwarding_disabled;
+  st->paused = e->paused;
+  st->granularity = e->granularity;
+  st->max_discard = e->chunk_limit;
+  st->max_extents = e->cfg.max_extents;
+  pthread_mutex_unlock (&e->lock);
+}

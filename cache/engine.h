@@ -1,0 +1,112 @@
+/* discardcache: the engine, the thread-safe front that every front-end
+ * (nbdkit plugin, FUSE) drives.  It owns the backend, the extent map of
+ * pending discards, the in-flight list and the flusher thread.
+ *
+ * Invariant 1: a write or zero removes the overlapping pending range
+ * before it reaches the backend, and waits for any overlapping discard
+ * already in flight; so no discard is sent over data written after that
+ * discard was received.
+ *
+ * Functions returning int return 0 or -1 with errno set, the error
+ * reported once with dc_error.
+ */
+#ifndef DISCARDCACHE_ENGINE_H
+#define DISCARDCACHE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "engine-config.h"
+
+struct engine;
+
+struct engine_stats {
+  uint64_t trims;                   /* trims received */
+  uint64_t trim_bytes;
+  uint64_t cancelled_by_writes;     /* pending bytes removed by writes */
+  uint64_t cancelled_by_zeroes;     /* pending bytes removed by zeroes */
+  uint64_t merges;                  /* inserts that joined existing extents */
+  uint64_t forwarded;               /* discard commands sent to the backend */
+  uint64_t forwarded_bytes;
+  uint64_t dropped;                 /* pending extents given up, by reason: */
+  uint64_t dropped_bytes;
+  uint64_t dropped_full_bytes;      /*   on-full=drop at max-extents */
+  uint64_t dropped_unsupported_bytes; /* the backend cannot discard */
+  uint64_t dropped_fragment_bytes;  /*   sub-granule pieces at the bound */
+  uint64_t dropped_nomem_bytes;     /*   cancelled whole when a split had no memory */
+  uint64_t dropped_error_bytes;     /*   failed to forward at the bound */
+  uint64_t pending_extents;
+  uint64_t pending_bytes;
+  uint64_t subgranule_bytes;        /* pending extents smaller than a granule */
+  uint64_t inflight;                /* discards being sent now */
+  uint64_t inflight_bytes;
+  uint64_t write_waits;             /* writes that waited for a discard in flight */
+  uint64_t forward_errors;          /* discards that failed and stay pending */
+  int last_error;                   /* errno of the last failed discard, 0 if none */
+  bool discard_supported;           /* false once the backend said EOPNOTSUPP */
+  bool paused;
+  uint64_t granularity;
+  uint64_t max_discard;
+  uint64_t max_extents;
+  uint64_t memory_bytes;            /* held by the extent map */
+};
+
+/* Open the backend named in cfg and build an engine around it.  The
+ * config is copied.  Returns NULL with errno set on failure.
+ */
+extern struct engine *engine_open (const struct engine_config *cfg);
+
+/* The same around a backend already open (tests use an in-memory one).
+ * The engine owns b from now on, even when this fails.
+ */
+extern struct engine *engine_open_backend (const struct engine_config *cfg,
+                                           struct backend *b);
+
+/* Start the flusher thread (nbdkit: in after_fork, never before). */
+extern int engine_start (struct engine *e);
+
+/* Stop the flusher, then forward what is pending (bounded by
+ * timeout_ms); what is left is logged.  Safe to call twice.
+ */
+extern void engine_stop (struct engine *e, uint64_t timeout_ms);
+
+/* Close the backend and free everything (NULL allowed). */
+extern void engine_close (struct engine *e);
+
+extern uint64_t engine_size (const struct engine *e);
+extern const struct backend_limits *engine_limits (const struct engine *e);
+
+/* Data path.  Offsets and lengths must lie within engine_size. */
+extern int engine_pread (struct engine *e, void *buf, uint32_t count,
+                         uint64_t offset);
+extern int engine_pwrite (struct engine *e, const void *buf, uint32_t count,
+                          uint64_t offset, bool fua);
+/* fast: fail with EOPNOTSUPP at once rather than write zeros slowly. */
+extern int engine_zero (struct engine *e, uint64_t offset, uint64_t length,
+                        bool may_trim, bool fua, bool fast);
+/* Record a trim; fua (or passthrough) forwards it before returning. */
+extern int engine_trim (struct engine *e, uint64_t offset, uint64_t length,
+                        bool fua);
+/* Backend flush; with flush-discards=true, pending discards go first. */
+extern int engine_flush (struct engine *e);
+extern int engine_extents (struct engine *e, uint64_t offset, uint64_t length,
+                           backend_extent_fn fn, void *opaque);
+
+/* Forward every pending discard now, ignoring delay, minlen, idle and
+ * rate.  Afterwards only sub-granule fragments remain.  Stores the
+ * number of commands and bytes forwarded (either may be NULL).
+ */
+extern int engine_drain (struct engine *e, uint64_t *commands,
+                         uint64_t *bytes);
+
+/* Stop or restart the flusher's forwarding (drain still works). */
+extern void engine_pause (struct engine *e, bool paused);
+
+/* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
+extern int engine_set (struct engine *e, const char *key, const char *value);
+
+/* A consistent snapshot of the statistics. */
+extern void engine_get_stats (struct engine *e, struct engine_stats *st);
+
+#endif /* DISCARDCACHE_ENGINE_H */

@@ -1,0 +1,116 @@
+/* discardcache: the extent map, a set of disjoint byte ranges with the
+ * time each was queued, kept in a B+tree whose inner nodes carry every
+ * child's largest length and oldest time, so the largest and the oldest
+ * extent are found in O(height).
+ *
+ * Not thread-safe: the engine serialises access with its own lock.
+ * Offsets and ends are at most EXTMAP_MAX_END (2^63).  Times are opaque
+ * 32-bit ticks chosen by the caller (the engine uses milliseconds since
+ * its start and calls extmap_rebase_time long before they wrap).
+ * Functions returning int return 0 on success or -1 with errno set
+ * (EINVAL for a bad range, ENOMEM when a node cannot be allocated; on
+ * ENOMEM the map is unchanged).
+ */
+#ifndef DISCARDCACHE_EXTMAP_H
+#define DISCARDCACHE_EXTMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EXTMAP_MAX_END (UINT64_C (1) << 63)
+
+struct extmap;
+
+struct extent {
+  uint64_t offset;
+  uint64_t length;
+  uint32_t time;
+};
+
+/* Create an empty map, or NULL with errno set. */
+extern struct extmap *extmap_new (void);
+
+/* Free the map and all its nodes.  NULL is allowed. */
+extern void extmap_free (struct extmap *map);
+
+/* Remove every extent and release the nodes. */
+extern void extmap_clear (struct extmap *map) __attribute__ ((nonnull (1)));
+
+/* Add [offset, offset+length) queued at time.  Overlapping and adjacent
+ * extents merge into one, which takes the newest time of its parts
+ * (a range that grows waits its full delay again).  length 0 or an end
+ * past EXTMAP_MAX_END is EINVAL.
+ */
+extern int extmap_insert (struct extmap *map, uint64_t offset,
+                          uint64_t length, uint32_t time)
+  __attribute__ ((nonnull (1)));
+
+/* Remove [offset, offset+length) from every extent it overlaps,
+ * splitting an extent in two where the range falls inside it.  Stores
+ * the number of bytes actually removed in *removed (may be NULL).
+ * length 0 or an end past EXTMAP_MAX_END is EINVAL.
+ */
+extern int extmap_remove (struct extmap *map, uint64_t offset,
+                          uint64_t length, uint64_t *removed)
+  __attribute__ ((nonnull (1)));
+
+/* Find the first extent (lowest offset) that overlaps
+ * [offset, offset+length).  Returns true and fills *out if one exists.
+ */
+extern bool extmap_find_overlap (const struct extmap *map, uint64_t offset,
+                                 uint64_t length, struct extent *out)
+  __attribute__ ((nonnull (1, 4)));
+
+/* Find the first extent that ends after offset (it contains offset or
+ * starts after it): the cursor for iterating in address order.
+ */
+extern bool extmap_find_from (const struct extmap *map, uint64_t offset,
+                              struct extent *out)
+  __attribute__ ((nonnull (1, 3)));
+
+/* Call fn for each extent ending after offset, in address order, until
+ * fn returns non-zero (that value is returned) or the extents run out
+ * (returns 0).  fn must not modify the map.
+ */
+typedef int (*extmap_visit_fn) (const struct extent *e, void *opaque);
+extern int extmap_iterate (const struct extmap *map, uint64_t offset,
+                           extmap_visit_fn fn, void *opaque)
+  __attribute__ ((nonnull (1, 3)));
+
+/* The longest extent (ties: lowest offset).  False if the map is empty. */
+extern bool extmap_largest (const struct extmap *map, struct extent *out)
+  __attribute__ ((nonnull (1, 2)));
+
+/* The longest extent whose time is at most cutoff (ties: lowest offset):
+ * the flusher's "largest eligible" pick.  A branch-and-bound descent
+ * that skips subtrees whose oldest time is after cutoff or whose longest
+ * extent cannot beat the best found so far.
+ */
+extern bool extmap_largest_before (const struct extmap *map, uint32_t cutoff,
+                                   struct extent *out)
+  __attribute__ ((nonnull (1, 3)));
+
+/* The extent with the smallest time (ties: lowest offset). */
+extern bool extmap_oldest (const struct extmap *map, struct extent *out)
+  __attribute__ ((nonnull (1, 2)));
+
+/* Number of extents, and total bytes they cover. */
+extern size_t extmap_count (const struct extmap *map)
+  __attribute__ ((nonnull (1)));
+extern uint64_t extmap_bytes (const struct extmap *map)
+  __attribute__ ((nonnull (1)));
+
+/* Bytes of memory the map holds now (nodes, pools, the struct itself),
+ * for statistics and the memory benchmark.
+ */
+extern size_t extmap_memory (const struct extmap *map)
+  __attribute__ ((nonnull (1)));
+
+/* Subtract delta from every extent's time (saturating at 0), so the
+ * caller can keep its ticks from wrapping.  O(n), rare.
+ */
+extern void extmap_rebase_time (struct extmap *map, uint32_t delta)
+  __attribute__ ((nonnull (1)));
+
+#endif /* DISCARDCACHE_EXTMAP_H */

@@ -1,0 +1,20 @@
+include cache/extmap.mk
+
+# The engine: everything a front-end needs except dc_error/dc_debug,
+# which each front-end supplies (common/log.h).
+noinst_LTLIBRARIES += libengine.la
+libengine_la_SOURCES = \
+	cache/engine-config.c \
+	cache/engine-config.h \
+	cache/engine.c \
+	cache/engine.h \
+	cache/engine-internal.h \
+	cache/flusher.c \
+	cache/forward.c \
+	cache/policy.c \
+	cache/policy.h \
+	cache/stats.c \
+	cache/stats.h \
+	common/parse.c \
+	common/parse.h
+libengine_la_LIBADD = libextmap.la libbackend.la

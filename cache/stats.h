@@ -1,0 +1,19 @@
+/* discardcache: statistics as text, shared by every front-end and by
+ * discardctl so they print the same names.
+ */
+#ifndef DISCARDCACHE_STATS_H
+#define DISCARDCACHE_STATS_H
+
+#include <stdio.h>
+
+#include "engine.h"
+
+/* Write st as one JSON object followed by a newline.  Returns 0 or -1. */
+extern int stats_write_json (const struct engine_stats *st, FILE *fp);
+
+/* Write st as "name value" lines, for logs.  Each line gets prefix. */
+extern void stats_write_lines (const struct engine_stats *st,
+                               void (*emit) (const char *line, void *opaque),
+                               void *opaque);
+
+#endif /* DISCARDCACHE_STATS_H */

@@ -1,0 +1,126 @@
+/* discardcache: value parsers (see parse.h). */
+#include <config.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "parse.h"
+
+/* Parse leading decimal digits into *n; returns the rest of the string,
+ * or NULL on no digits or overflow.  strtoull is not used because it
+ * accepts signs and white space.
+ */
+static const char *
+parse_digits (const char *s, uint64_t *n)
+{
+  uint64_t v = 0;
+
+  if (!isdigit ((unsigned char) *s))
+    return NULL;
+  for (; isdigit ((unsigned char) *s); s++) {
+    if (__builtin_mul_overflow (v, 10, &v) ||
+        __builtin_add_overflow (v, (uint64_t) (*s - '0'), &v))
+      return NULL;
+  }
+  *n = v;
+  return s;
+}
+
+static int
+bad_value (const char *key, const char *value, const char *forms)
+{
+  dc_error ("%s=%s: invalid value: expected %s", key, value, forms);
+  errno = EINVAL;
+  return -1;
+}
+
+#define SIZE_FORMS "a size in bytes with an optional suffix k, M, G, T, P or E (powers of 1024), e.g. 4096 or 64k"
+
+int
+parse_size (const char *key, const char *value, uint64_t *out)
+{
+  static const char suffixes[] = "bkmgtpe";
+  uint64_t n, mult = 1;
+  const char *rest = parse_digits (value, &n);
+  const char *p;
+
+  if (rest == NULL)
+    return bad_value (key, value, SIZE_FORMS);
+  if (*rest != '\0') {
+    if (rest[1] != '\0' || (p = strchr (suffixes, tolower ((unsigned char) *rest))) == NULL)
+      return bad_value (key, value, SIZE_FORMS);
+    for (ptrdiff_t i = 0; i < p - suffixes; i++)
+      mult *= 1024;
+  }
+  if (__builtin_mul_overflow (n, mult, &n) || n > INT64_MAX)
+    return bad_value (key, value, SIZE_FORMS);
+  *out = n;
+  return 0;
+}
+
+#define DURATION_FORMS "a duration: a number with an optional suffix ms, s, m or h (seconds if none), e.g. 200ms or 30s"
+
+int
+parse_duration_ms (const char *key, const char *value, uint64_t *out)
+{
+  static const struct { const char *suffix; uint64_t ms; } units[] = {
+    { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 },
+  };
+  uint64_t n;
+  const char *rest = parse_digits (value, &n);
+
+  if (rest == NULL)
+    return bad_value (key, value, DURATION_FORMS);
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp (rest, units[i].suffix) == 0) {
+      if (__builtin_mul_overflow (n, units[i].ms, &n) || n > INT64_MAX)
+        return bad_value (key, value, DURATION_FORMS);
+      *out = n;
+      return 0;
+    }
+  }
+  return bad_value (key, value, DURATION_FORMS);
+}
+
+int
+parse_bool (const char *key, const char *value, bool *out)
+{
+  static const char *const truths[] = { "1", "true", "yes", "on" };
+  static const char *const falsehoods[] = { "0", "false", "no", "off" };
+
+  for (size_t i = 0; i < 4; i++) {
+    if (strcasecmp (value, truths[i]) == 0) {
+      *out = true;
+      return 0;
+    }
+    if (strcasecmp (value, falsehoods[i]) == 0) {
+      *out = false;
+      return 0;
+    }
+  }
+  return bad_value (key, value, "a boolean: true/false, yes/no, on/off or 1/0");
+}
+
+int
+parse_count (const char *key, const char *value, uint64_t max, uint64_t *out)
+{
+  uint64_t n;
+  const char *rest = parse_digits (value, &n);
+
+  if (rest == NULL || *rest != '\0' || n > max) {
+    dc_error ("%s=%s: invalid value: expected a whole number from 0 to %" PRIu64,
+              key, value, max);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = n;
+  return 0;
+}

@@ -1,0 +1,30 @@
+/* discardcache: parsers for the values users type after key=.  Shared by
+ * the nbdkit plugin and the FUSE front-end so both accept the same forms.
+ * Each reports a clear error naming key and the accepted forms, and
+ * returns -1 with errno = EINVAL, leaving *out unchanged.
+ */
+#ifndef DISCARDCACHE_PARSE_H
+#define DISCARDCACHE_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A size in nbdkit_parse_size forms: digits with an optional suffix
+ * b, k/K, M, G, T, P, E (powers of 1024).  Rejects signs and overflow.
+ */
+extern int parse_size (const char *key, const char *value, uint64_t *out);
+
+/* A duration: digits with an optional suffix ms, s (the default), m or h.
+ * Stored in milliseconds.
+ */
+extern int parse_duration_ms (const char *key, const char *value,
+                              uint64_t *out);
+
+/* A boolean: 1/0, true/false, yes/no, on/off (any case). */
+extern int parse_bool (const char *key, const char *value, bool *out);
+
+/* An unsigned count up to max, digits only. */
+extern int parse_count (const char *key, const char *value, uint64_t max,
+                        uint64_t *out);
+
+#endif /* DISCARDCACHE_PARSE_H */

@@ -1,0 +1,1 @@
+# fuse: rules added by the issue that fills this directory.

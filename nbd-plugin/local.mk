@@ -1,0 +1,19 @@
+# The nbdkit plugin, installed in nbdkit's plugindir so that
+# `nbdkit discardcache ...` finds it by its short name.
+plugin_LTLIBRARIES += nbd-plugin/nbdkit-discardcache-plugin.la
+nbd_plugin_nbdkit_discardcache_plugin_la_SOURCES = \
+	nbd-plugin/plugin.c \
+	nbd-plugin/log-nbdkit.c
+nbd_plugin_nbdkit_discardcache_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS)
+nbd_plugin_nbdkit_discardcache_plugin_la_LIBADD = libengine.la $(LIBNBD_LIBS)
+nbd_plugin_nbdkit_discardcache_plugin_la_LDFLAGS = \
+	$(AM_LDFLAGS) -module -avoid-version -shared
+
+man1_MANS += nbd-plugin/nbdkit-discardcache-plugin.1
+EXTRA_DIST += nbd-plugin/nbdkit-discardcache-plugin.pod
+CLEANFILES += nbd-plugin/nbdkit-discardcache-plugin.1
+
+nbd-plugin/nbdkit-discardcache-plugin.1: nbd-plugin/nbdkit-discardcache-plugin.pod
+	$(AM_V_GEN)$(MKDIR_P) nbd-plugin && \
+	$(POD2MAN) --section=1 --center="discardcache" --release="$(PACKAGE_VERSION)" \
+	  --name=nbdkit-discardcache-plugin $< > $@.tmp && mv $@.tmp $@

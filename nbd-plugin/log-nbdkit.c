@@ -1,0 +1,29 @@
+/* discardcache: dc_error/dc_debug inside nbdkit go to nbdkit's own log. */
+#include <config.h>
+
+#include <stdarg.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "log.h"
+
+void
+dc_error (const char *fmt, ...)
+{
+  va_list args;
+
+  va_start (args, fmt);
+  nbdkit_verror (fmt, args);
+  va_end (args);
+}
+
+void
+dc_debug (const char *fmt, ...)
+{
+  va_list args;
+
+  va_start (args, fmt);
+  nbdkit_vdebug (fmt, args);
+  va_end (args);
+}

@@ -1,0 +1,32 @@
+# Extent map tests (cmocka).  Each runs twice: against libextmap.la and
+# against a build with tiny nodes (5 extents a leaf, 4 children, 8-node
+# slabs), where a few hundred extents already make a tree of six or
+# seven levels, so every split, merge and slab release is exercised.
+check_LTLIBRARIES += libextmap-small.la
+libextmap_small_la_SOURCES = cache/extmap.c cache/extmap.h
+libextmap_small_la_CPPFLAGS = $(AM_CPPFLAGS) -DEXTMAP_SMALL_NODES
+
+extmap_tests = \
+	tests/unit/test-extmap \
+	tests/unit/test-extmap-small \
+	tests/unit/test-extmap-diff \
+	tests/unit/test-extmap-diff-small
+check_PROGRAMS += $(extmap_tests)
+TESTS += $(extmap_tests)
+
+tests_unit_test_extmap_SOURCES = tests/unit/test-extmap.c
+tests_unit_test_extmap_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_extmap_LDADD = libextmap.la $(CMOCKA_LIBS)
+
+tests_unit_test_extmap_small_SOURCES = tests/unit/test-extmap.c
+tests_unit_test_extmap_small_CPPFLAGS = $(AM_CPPFLAGS) -DEXTMAP_SMALL_NODES
+tests_unit_test_extmap_small_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_extmap_small_LDADD = libextmap-small.la $(CMOCKA_LIBS)
+
+tests_unit_test_extmap_diff_SOURCES = tests/unit/test-extmap-diff.c
+tests_unit_test_extmap_diff_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_extmap_diff_LDADD = libextmap.la $(CMOCKA_LIBS)
+
+tests_unit_test_extmap_diff_small_SOURCES = tests/unit/test-extmap-diff.c
+tests_unit_test_extmap_diff_small_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_extmap_diff_small_LDADD = libextmap-small.la $(CMOCKA_LIBS)

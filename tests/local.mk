@@ -1,0 +1,18 @@
+# Test programs and scripts.  Each concern keeps its rules in its own
+# fragment; all of them run under automake's parallel test harness.
+TEST_EXTENSIONS = .sh
+EXTRA_DIST += tests/functions.sh
+
+include tests/extmap.mk
+include tests/backend.mk
+include tests/engine.mk
+
+# Tests of the plugin running under nbdkit.
+EXTRA_DIST += tests/e2e-lib.sh tests/churn.py
+PLUGIN_TESTS = \
+	tests/test-plugin-params.sh \
+	tests/test-plugin-integration.sh \
+	tests/test-inflight-race.sh \
+	tests/test-e2e-xfs.sh
+TESTS += $(PLUGIN_TESTS)
+EXTRA_DIST += $(PLUGIN_TESTS)

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# discardcache end to end on a real filesystem: sparse file -> nbdkit
+# discardcache -> nbdfuse -> losetup -> mkfs.xfs -> mount -o discard ->
+# file churn with checksums -> fstrim -> remount and verify -> teardown.
+# Then: every file intact, TRIMs cancelled by writes, forwarded discard
+# commands at most 25% of TRIMs received, nothing forgotten, and the
+# backing file's allocation down to about what the filesystem used.
+source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
+source "$abs_top_srcdir/tests/e2e-lib.sh"
+requires "$NBDKIT" --version
+requires_root
+requires_fuse
+requires_loop
+requires nbdfuse --version
+requires mkfs.xfs -V
+requires fstrim --version
+
+mktempdir
+dir=$TESTDIR
+e2e_start "$dir" 1G delay=2s idle=100ms
+
+/usr/bin/python3 "$abs_top_srcdir/tests/churn.py" run "$E2E_FS" "$dir/manifest" \
+    --seed 42 --rounds 8 --files 60 --max-kib 2048 || fail "churn failed"
+/usr/bin/python3 "$abs_top_srcdir/tests/churn.py" verify "$E2E_FS" "$dir/manifest" ||
+    fail "checksums differ after churn"
+fstrim -v "$E2E_FS" || fail "fstrim failed"
+used=$(e2e_fs_used "$E2E_FS")
+
+# Remount: the data must come back from the backend, not the page cache.
+umount "$E2E_FS"
+mount "$E2E_DEV" "$E2E_FS" || fail "remount failed"
+/usr/bin/python3 "$abs_top_srcdir/tests/churn.py" verify "$E2E_FS" "$dir/manifest" ||
+    fail "checksums differ after remount"
+
+e2e_teardown
+wait_for_file "$dir/stats.json" || fail "no statistics written"
+e2e_print_stats "$dir/stats.json"
+alloc=$(e2e_allocated "$dir/backing")
+echo "filesystem used $used bytes, backing file allocated $alloc bytes"
+
+trims=$(json_get "$dir/stats.json" trims)
+forwarded=$(json_get "$dir/stats.json" forwarded)
+cancelled=$(json_get "$dir/stats.json" cancelled_by_writes)
+pending=$(json_get "$dir/stats.json" pending_bytes)
+subgranule=$(json_get "$dir/stats.json" subgranule_bytes)
+[ "$trims" -gt 100 ] || fail "only $trims trims received: discard did not reach discardcache"
+[ "$cancelled" -gt 0 ] || fail "no trimmed bytes were cancelled by writes"
+[ $(( forwarded * 4 )) -le "$trims" ] || fail "forwarded $forwarded commands for $trims trims (> 25%)"
+[ "$pending" -eq "$subgranule" ] || fail "$pending bytes still pending after stop, only $subgranule sub-granule"
+# Nothing forgotten: allocation within the filesystem's use plus 32 MiB
+# (the log and metadata the filesystem zeroed or wrote outside df's sum).
+[ "$alloc" -le $(( used + 32 * 1024 * 1024 )) ] ||
+    fail "backing file holds $alloc bytes, the filesystem uses $used"
+echo "e2e xfs: ok"

@@ -1,0 +1,41 @@
+/* discardcache tests: an in-memory backend that records every discard,
+ * can be made slow or failing, and zeroes discarded bytes so a wrongful
+ * discard shows up as lost data.
+ */
+#ifndef DISCARDCACHE_MEM_BACKEND_H
+#define DISCARDCACHE_MEM_BACKEND_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#define MEM_MAX_CALLS 4096
+
+struct mem_discard {
+  uint64_t offset;
+  uint64_t length;
+  int fua;
+};
+
+struct mem_backend {
+  struct backend b;
+  unsigned char *data;
+  pthread_mutex_t lock;
+  struct mem_discard calls[MEM_MAX_CALLS];
+  unsigned ncalls;
+  unsigned discard_delay_ms;   /* sleep before zeroing */
+  int fail_errno;              /* next discards fail with this ... */
+  unsigned fail_count;         /* ... this many times */
+};
+
+/* A backend of size bytes with the given discard granularity and limit. */
+extern struct mem_backend *mem_backend_new (uint64_t size,
+                                            uint32_t granularity,
+                                            uint64_t max_discard);
+
+/* Copy of the recorded discards; returns how many. */
+extern unsigned mem_backend_calls (struct mem_backend *m,
+                                   struct mem_discard *out, unsigned max);
+
+#endif

@@ -1,0 +1,500 @@
+/* discardcache: unit tests of the engine against the in-memory backend:
+ * cancellation, splitting, alignment, max-discard, delay, minlen,
+ * on-full, FUA, passthrough, errors and the in-flight race.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "mem-backend.h"
+
+#define KiB 1024
+#define MiB (1024 * 1024)
+#define DISK (4 * MiB)
+
+struct fixture {
+  struct mem_backend *mem;
+  struct engine *e;
+};
+
+static struct fixture fx;
+
+static void
+open_engine (const char *const *keys, uint32_t granularity,
+             uint64_t max_discard)
+{
+  struct engine_config cfg;
+
+  engine_config_init (&cfg);
+  cfg.delay_ms = 0;
+  cfg.idle_ms = 0;
+  for (; keys && *keys; keys += 2)
+    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
+  fx.mem = mem_backend_new (DISK, granularity, max_discard);
+  fx.e = engine_open_backend (&cfg, &fx.mem->b);
+  assert_non_null (fx.e);
+  engine_config_free (&cfg);
+}
+
+static int
+teardown (void **state)
+{
+  engine_close (fx.e);
+  fx.e = NULL;
+  return 0;
+}
+
+static struct engine_stats
+stats (void)
+{
+  struct engine_stats st;
+
+  engine_get_stats (fx.e, &st);
+  return st;
+}
+
+static unsigned
+calls (struct mem_discard *out)
+{
+  return mem_backend_calls (fx.mem, out, MEM_MAX_CALLS);
+}
+
+static void
+fill (uint64_t offset, uint32_t length, int byte)
+{
+  static unsigned char buf[DISK];
+
+  memset (buf, byte, length);
+  assert_int_equal (engine_pwrite (fx.e, buf, length, offset, false), 0);
+}
+
+static void
+assert_filled (uint64_t offset, uint32_t length, int byte)
+{
+  static unsigned char buf[DISK];
+
+  assert_int_equal (engine_pread (fx.e, buf, length, offset), 0);
+  for (uint32_t i = 0; i < length; i++)
+    if (buf[i] != byte)
+      fail_msg ("byte %u at offset %llu: %#x, expected %#x", i,
+                (unsigned long long) offset + i, buf[i], byte);
+}
+
+static void
+test_write_cancels_middle (void **state)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  fill (0, 64 * KiB, 0xaa);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  assert_int_equal (stats ().pending_extents, 1);
+  fill (16 * KiB, 4 * KiB, 0xbb);
+  assert_int_equal (stats ().cancelled_by_writes, 4 * KiB);
+  assert_int_equal (stats ().pending_extents, 2);
+  assert_int_equal (stats ().pending_bytes, 60 * KiB);
+  /* Reads of a pending range return the backend's data. */
+  assert_filled (0, 16 * KiB, 0xaa);
+
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (calls (c), 2);
+  assert_int_equal (c[0].offset, 20 * KiB);       /* largest first */
+  assert_int_equal (c[0].length, 44 * KiB);
+  assert_int_equal (c[1].offset, 0);
+  assert_int_equal (c[1].length, 16 * KiB);
+  assert_filled (16 * KiB, 4 * KiB, 0xbb);
+  assert_filled (0, 16 * KiB, 0);
+  assert_int_equal (stats ().forwarded, 2);
+  assert_int_equal (stats ().forwarded_bytes, 60 * KiB);
+  assert_int_equal (stats ().pending_extents, 0);
+}
+
+static void
+test_zero_cancels (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 8 * KiB, false), 0);
+  assert_int_equal (engine_zero (fx.e, 4 * KiB, 8 * KiB, false, false, false), 0);
+  assert_int_equal (stats ().cancelled_by_zeroes, 4 * KiB);
+  assert_int_equal (stats ().pending_bytes, 4 * KiB);
+}
+
+static void
+test_merge_counts (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  for (int i = 0; i < 16; i++)
+    assert_int_equal (engine_trim (fx.e, i * 4 * KiB, 4 * KiB, false), 0);
+  assert_int_equal (stats ().trims, 16);
+  assert_int_equal (stats ().merges, 15);
+  assert_int_equal (stats ().pending_extents, 1);
+}
+
+static void
+test_alignment_keeps_fragments (void **state)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 1 * KiB, 8 * KiB, false), 0);
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (calls (c), 1);
+  assert_int_equal (c[0].offset, 4 * KiB);
+  assert_int_equal (c[0].length, 4 * KiB);
+  /* The head [1K,4K) and tail [8K,9K) wait for their neighbours. */
+  assert_int_equal (stats ().pending_bytes, 4 * KiB);
+  assert_int_equal (stats ().subgranule_bytes, 4 * KiB);
+  assert_int_equal (engine_trim (fx.e, 0, 1 * KiB, false), 0);
+  assert_int_equal (engine_trim (fx.e, 9 * KiB, 3 * KiB, false), 0);
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (calls (c), 3);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().forwarded_bytes, 12 * KiB);
+}
+
+static void
+test_granularity_key_coarsens (void **state)
+{
+  static const char *const keys[] = { "granularity", "64k", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 4 * KiB, 200 * KiB, false), 0);
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (calls (c), 1);
+  assert_int_equal (c[0].offset, 64 * KiB);
+  assert_int_equal (c[0].length, 128 * KiB);
+}
+
+static void
+test_granularity_below_backend_refused (void **state)
+{
+  struct engine_config cfg;
+  struct mem_backend *m = mem_backend_new (DISK, 64 * KiB, 64 * MiB);
+
+  engine_config_init (&cfg);
+  assert_int_equal (engine_config_set (&cfg, "granularity", "4k"), 0);
+  assert_null (engine_open_backend (&cfg, &m->b));
+  assert_int_equal (errno, EINVAL);
+}
+
+static void
+test_max_discard_splits (void **state)
+{
+  static const char *const keys[] = { "max-discard", "64k", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+  uint64_t commands, bytes;
+
+  open_engine (keys, 4 * KiB, 1 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 256 * KiB, false), 0);
+  assert_int_equal (engine_drain (fx.e, &commands, &bytes), 0);
+  assert_int_equal (commands, 4);
+  assert_int_equal (bytes, 256 * KiB);
+  assert_int_equal (calls (c), 4);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal (c[i].length, 64 * KiB);
+}
+
+static void
+sleep_ms (unsigned ms)
+{
+  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+  nanosleep (&ts, NULL);
+}
+
+/* Poll up to timeout_ms for the backend to have seen n discards. */
+static unsigned
+wait_calls (unsigned n, unsigned timeout_ms)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+  unsigned got = 0;
+
+  for (unsigned t = 0;; t += 10) {
+    if ((got = calls (c)) >= n || t >= timeout_ms)
+      return got;
+    sleep_ms (10);
+  }
+}
+
+static void
+test_delay_holds_back (void **state)
+{
+  static const char *const keys[] = { "delay", "400ms", NULL };
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_start (fx.e), 0);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  sleep_ms (150);
+  assert_int_equal (wait_calls (1, 0), 0);
+  assert_int_equal (wait_calls (1, 3000), 1);
+  assert_int_equal (stats ().pending_extents, 0);
+}
+
+static void
+test_idle_holds_back (void **state)
+{
+  static const char *const keys[] = { "idle", "300ms", NULL };
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_start (fx.e), 0);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  /* Keep the client busy: no discard may go out meanwhile. */
+  for (int i = 0; i < 10; i++) {
+    fill (1 * MiB, 4 * KiB, i);
+    sleep_ms (50);
+  }
+  assert_int_equal (wait_calls (1, 0), 0);
+  assert_int_equal (wait_calls (1, 3000), 1);
+}
+
+static void
+test_minlen_skips_short (void **state)
+{
+  static const char *const keys[] = { "minlen", "64k", NULL };
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_start (fx.e), 0);
+  assert_int_equal (engine_trim (fx.e, 0, 8 * KiB, false), 0);
+  sleep_ms (300);
+  assert_int_equal (wait_calls (1, 0), 0);
+  assert_int_equal (engine_trim (fx.e, 1 * MiB, 128 * KiB, false), 0);
+  assert_int_equal (wait_calls (1, 3000), 1);
+  sleep_ms (200);
+  assert_int_equal (wait_calls (2, 0), 1);
+  assert_int_equal (stats ().pending_bytes, 8 * KiB);
+  /* An explicit drain ignores minlen. */
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (stats ().pending_bytes, 0);
+}
+
+static void
+test_rate_limits (void **state)
+{
+  static const char *const keys[] = { "rate", "5", NULL };
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_start (fx.e), 0);
+  for (int i = 0; i < 20; i++)
+    assert_int_equal (engine_trim (fx.e, i * 64 * KiB, 4 * KiB, false), 0);
+  sleep_ms (1000);
+  /* 5 per second: about 5 or 6 in the first second, never all 20. */
+  unsigned n = wait_calls (20, 0);
+  assert_in_range (n, 3, 8);
+}
+
+static void
+test_on_full_forward (void **state)
+{
+  static const char *const keys[] = { "max-extents", "4", "delay", "1h", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal (engine_trim (fx.e, i * 64 * KiB, 4 * KiB, false), 0);
+  assert_int_equal (stats ().pending_extents, 4);
+  assert_int_equal (calls (c), 2);
+  assert_int_equal (c[0].offset, 0);             /* oldest first */
+  assert_int_equal (c[1].offset, 64 * KiB);
+  assert_int_equal (stats ().dropped, 0);
+}
+
+static void
+test_on_full_drop (void **state)
+{
+  static const char *const keys[] = {
+    "max-extents", "4", "on-full", "drop", "delay", "1h", NULL
+  };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal (engine_trim (fx.e, i * 64 * KiB, 4 * KiB, false), 0);
+  assert_int_equal (stats ().pending_extents, 4);
+  assert_int_equal (calls (c), 0);
+  assert_int_equal (stats ().dropped, 2);
+  assert_int_equal (stats ().dropped_full_bytes, 8 * KiB);
+}
+
+static void
+test_fua_trim_forwards_at_once (void **state)
+{
+  static const char *const keys[] = { "delay", "1h", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  assert_int_equal (engine_trim (fx.e, 32 * KiB, 64 * KiB, true), 0);
+  assert_int_equal (calls (c), 1);
+  assert_int_equal (c[0].offset, 32 * KiB);
+  assert_int_equal (c[0].length, 64 * KiB);
+  assert_true (c[0].fua);
+  assert_int_equal (stats ().pending_bytes, 32 * KiB);
+}
+
+static void
+test_passthrough (void **state)
+{
+  static const char *const keys[] = { "passthrough", "true", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 512, 1024, false), 0);
+  assert_int_equal (calls (c), 1);
+  assert_int_equal (c[0].offset, 512);
+  assert_int_equal (c[0].length, 1024);
+  assert_int_equal (stats ().pending_extents, 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_trim (fx.e, 0, 4096, false), -1);
+  assert_int_equal (errno, EIO);
+}
+
+static void
+test_transient_error_keeps_pending (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
+  assert_int_equal (stats ().pending_bytes, 64 * KiB);
+  assert_int_equal (stats ().forward_errors, 1);
+  assert_int_equal (stats ().last_error, EIO);
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().forwarded_bytes, 64 * KiB);
+}
+
+static void
+test_flusher_retries_after_error (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 2;
+  assert_int_equal (engine_start (fx.e), 0);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  assert_int_equal (wait_calls (1, 5000), 1);
+  assert_int_equal (stats ().forward_errors, 2);
+  assert_int_equal (stats ().pending_bytes, 0);
+}
+
+static void
+test_unsupported_turns_off (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EOPNOTSUPP;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_false (stats ().discard_supported);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().dropped_unsupported_bytes, 64 * KiB);
+  assert_int_equal (engine_trim (fx.e, 0, 4 * KiB, false), 0);
+  assert_int_equal (stats ().dropped_unsupported_bytes, 68 * KiB);
+}
+
+static void
+test_pause_holds_back (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  engine_pause (fx.e, true);
+  assert_int_equal (engine_start (fx.e), 0);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  sleep_ms (300);
+  assert_int_equal (wait_calls (1, 0), 0);
+  engine_pause (fx.e, false);
+  assert_int_equal (wait_calls (1, 3000), 1);
+}
+
+static void
+test_runtime_set (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_set (fx.e, "delay", "5s"), 0);
+  assert_int_equal (engine_set (fx.e, "delay", "soon"), -1);
+  assert_int_equal (errno, EINVAL);
+  assert_int_equal (engine_set (fx.e, "granularity", "4k"), -1);
+}
+
+static void
+test_out_of_range_refused (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, DISK - 4096, 8192, false), -1);
+  assert_int_equal (errno, EINVAL);
+  assert_int_equal (engine_trim (fx.e, UINT64_MAX - 10, 4096, false), -1);
+  assert_int_equal (stats ().trims, 0);
+}
+
+/* The race of invariant 1: a write arriving while a discard of the same
+ * range is in flight waits for it, so its data survives.
+ */
+static void *
+drain_thread (void *arg)
+{
+  engine_drain (fx.e, NULL, NULL);
+  return NULL;
+}
+
+static void
+test_write_waits_for_inflight (void **state)
+{
+  pthread_t t;
+
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  fx.mem->discard_delay_ms = 300;
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  assert_int_equal (pthread_create (&t, NULL, drain_thread, NULL), 0);
+  sleep_ms (100);
+  assert_int_equal (stats ().inflight, 1);
+  fill (8 * KiB, 4 * KiB, 0xcc);
+  assert_int_equal (stats ().write_waits, 1);
+  pthread_join (t, NULL);
+  assert_filled (8 * KiB, 4 * KiB, 0xcc);
+  assert_filled (0, 8 * KiB, 0);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_teardown (name, teardown)
+    T (test_write_cancels_middle),
+    T (test_zero_cancels),
+    T (test_merge_counts),
+    T (test_alignment_keeps_fragments),
+    T (test_granularity_key_coarsens),
+    cmocka_unit_test (test_granularity_below_backend_refused),
+    T (test_max_discard_splits),
+    T (test_delay_holds_back),
+    T (test_idle_holds_back),
+    T (test_minlen_skips_short),
+    T (test_rate_limits),
+    T (test_on_full_forward),
+    T (test_on_full_drop),
+    T (test_fua_trim_forwards_at_once),
+    T (test_passthrough),
+    T (test_transient_error_keeps_pending),
+    T (test_flusher_retries_after_error),
+    T (test_unsupported_turns_off),
+    T (test_pause_holds_back),
+    T (test_runtime_set),
+    T (test_out_of_range_refused),
+    T (test_write_waits_for_inflight),
+#undef T
+  };
+
+  return cmocka_run_group_tests_name ("engine", tests, NULL, NULL);
+}

@@ -1,0 +1,591 @@
+/* discardcache: differential test of the extent map.
+ *
+ * Random operations (seeded, reproducible) are applied both to the map
+ * and to a reference model that is trivially correct: a sorted array
+ * of extents, merged and split by linear scans.  After every operation
+ * one query is compared; every few operations the whole content and
+ * the tree's own invariants are.  Several address spaces shape the
+ * tree differently: bytes, pages, a sparse space spanning all of
+ * [0, 2^63), and a space ending exactly at 2^63.
+ *
+ *   test-extmap-diff [SEED]     (or EXTMAP_DIFF_SEED=SEED)
+ * runs every configuration with that seed instead of the built-in ones;
+ * EXTMAP_DIFF_SCALE=N multiplies the number of operations, and
+ * EXTMAP_DIFF_PARANOID=1 compares everything after every operation.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "arith.h"
+#include "extmap.h"
+
+/* Defined in cache/extmap.c for the tests; not part of extmap.h. */
+extern const char *extmap_check (const struct extmap *map);
+
+/* Settings from the command line and the environment. */
+static uint64_t user_seed;
+static bool have_user_seed;
+static unsigned scale = 1;
+static bool paranoid;
+
+/* ---- random numbers (splitmix64: tiny, and the same everywhere) ---- */
+
+static uint64_t rng_state;
+
+static uint64_t
+rnd (void)
+{
+  uint64_t z = (rng_state += UINT64_C (0x9e3779b97f4a7c15));
+
+  z = (z ^ (z >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n), n > 0; the bias is irrelevant here. */
+static uint64_t
+below (uint64_t n)
+{
+  return rnd () % n;
+}
+
+/* ---- the reference model ---- */
+
+struct ref {
+  struct extent *v;
+  size_t n, cap;
+};
+
+static uint64_t
+end_of (const struct extent *e)
+{
+  return e->offset + e->length;
+}
+
+/* The same validation as extmap.h states it. */
+static bool
+ref_valid (uint64_t offset, uint64_t length)
+{
+  return length > 0 && offset + length >= offset &&
+    offset + length <= EXTMAP_MAX_END;
+}
+
+static void
+ref_reserve (struct ref *r, size_t n)
+{
+  if (n > r->cap) {
+    r->cap = MAX (n, 2 * r->cap);
+    r->v = realloc (r->v, r->cap * sizeof *r->v);
+    assert_non_null (r->v);
+  }
+}
+
+/* Index of the first extent ending after x, or at x too if touch. */
+static size_t
+ref_first (const struct ref *r, uint64_t x, bool touch)
+{
+  size_t lo = 0, hi = r->n;
+
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    uint64_t end = end_of (&r->v[mid]);
+
+    if (end > x || (touch && end == x))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Replace v[i0..i1) by the cnt extents in add. */
+static void
+ref_splice (struct ref *r, size_t i0, size_t i1, const struct extent *add,
+            size_t cnt)
+{
+  ref_reserve (r, r->n - (i1 - i0) + cnt);
+  memmove (&r->v[i0 + cnt], &r->v[i1], (r->n - i1) * sizeof *r->v);
+  memcpy (&r->v[i0], add, cnt * sizeof *add);
+  r->n = r->n - (i1 - i0) + cnt;
+}
+
+static void
+ref_insert (struct ref *r, uint64_t s, uint64_t len, uint32_t t)
+{
+  struct extent m = { s, 0, t };
+  uint64_t e = s + len;
+  size_t i0 = ref_first (r, s, true), i1;
+
+  for (i1 = i0; i1 < r->n && r->v[i1].offset <= e; i1++) {
+    m.offset = MIN (m.offset, r->v[i1].offset);
+    e = MAX (e, end_of (&r->v[i1]));
+    m.time = MAX (m.time, r->v[i1].time);
+  }
+  m.length = e - m.offset;
+  ref_splice (r, i0, i1, &m, 1);
+}
+
+static uint64_t
+ref_remove (struct ref *r, uint64_t s, uint64_t len)
+{
+  uint64_t e = s + len, removed = 0;
+  struct extent keep[2];
+  size_t i0 = ref_first (r, s, false), i1, k = 0;
+
+  for (i1 = i0; i1 < r->n && r->v[i1].offset < e; i1++) {
+    const struct extent *x = &r->v[i1];
+
+    removed += MIN (e, end_of (x)) - MAX (s, x->offset);
+    if (x->offset < s)
+      keep[k++] = (struct extent) { x->offset, s - x->offset, x->time };
+    if (end_of (x) > e)
+      keep[k++] = (struct extent) { e, end_of (x) - e, x->time };
+  }
+  ref_splice (r, i0, i1, keep, k);
+  return removed;
+}
+
+static uint64_t
+ref_bytes (const struct ref *r)
+{
+  uint64_t b = 0;
+
+  for (size_t i = 0; i < r->n; i++)
+    b += r->v[i].length;
+  return b;
+}
+
+/* First extent ending after x and starting before end, or NULL. */
+static const struct extent *
+ref_find (const struct ref *r, uint64_t x, uint64_t end)
+{
+  size_t i = ref_first (r, x, false);
+
+  return i < r->n && r->v[i].offset < end ? &r->v[i] : NULL;
+}
+
+/* First longest extent with time <= cutoff, or NULL. */
+static const struct extent *
+ref_largest_before (const struct ref *r, uint32_t cutoff)
+{
+  const struct extent *best = NULL;
+
+  for (size_t i = 0; i < r->n; i++) {
+    if (r->v[i].time <= cutoff && (!best || r->v[i].length > best->length))
+      best = &r->v[i];
+  }
+  return best;
+}
+
+static const struct extent *
+ref_oldest (const struct ref *r)
+{
+  const struct extent *best = NULL;
+
+  for (size_t i = 0; i < r->n; i++) {
+    if (!best || r->v[i].time < best->time)
+      best = &r->v[i];
+  }
+  return best;
+}
+
+/* ---- the run ---- */
+
+struct config {
+  const char *name;
+  uint64_t base;                /* byte offset of unit 0 */
+  uint64_t unit;                /* bytes per unit */
+  uint64_t units;               /* size of the address space in units */
+  unsigned maxrun;              /* longest ordinary range, in units */
+  uint64_t bigrun;              /* longest rare long range, in units */
+  unsigned phase;               /* operations per growing or shrinking phase */
+  unsigned grow, shrink;        /* % of inserts in each kind of phase */
+  unsigned ops;                 /* operations per seed */
+};
+
+struct run {
+  const struct config *cf;
+  uint64_t seed;
+  unsigned op;
+  const char *what;             /* the operation */
+  const char *query;            /* the query after it, if any */
+  struct extmap *map;
+  struct ref ref;
+  uint32_t now;
+};
+
+static const char *program_name = "test-extmap-diff";
+
+#define CHECK(run, cond, ...)                                           \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf (stderr, "FAILED: config %s seed %" PRIu64                \
+               " op %u (%s%s%s): ", (run)->cf->name, (run)->seed,       \
+               (run)->op, (run)->what, (run)->query ? ", then " : "",   \
+               (run)->query ? (run)->query : "");                       \
+      fprintf (stderr, __VA_ARGS__);                                    \
+      fprintf (stderr, "\n  reproduce with: %s %" PRIu64 "\n",          \
+               program_name, (run)->seed);                              \
+      fail ();                                                          \
+    }                                                                   \
+  } while (0)
+
+static void
+check_extent (struct run *run, const char *q, bool got,
+              const struct extent *e, const struct extent *want)
+{
+  CHECK (run, got == (want != NULL), "%s: map says %s, reference says %s",
+         q, got ? "found" : "none", want ? "found" : "none");
+  if (want)
+    CHECK (run, e->offset == want->offset && e->length == want->length &&
+           e->time == want->time,
+           "%s: map [%" PRIu64 "+%" PRIu64 " t%" PRIu32 "], reference [%"
+           PRIu64 "+%" PRIu64 " t%" PRIu32 "]", q, e->offset, e->length,
+           e->time, want->offset, want->length, want->time);
+}
+
+struct walk {
+  struct run *run;
+  const struct extent *want;
+  size_t left, seen, stop_after;
+};
+
+static int
+walk_visit (const struct extent *e, void *opaque)
+{
+  struct walk *w = opaque;
+
+  check_extent (w->run, "iterate", true, e, w->seen < w->left ?
+                &w->want[w->seen] : NULL);
+  w->seen++;
+  return w->seen == w->stop_after ? 42 : 0;
+}
+
+/* Everything: content in order, counters, and the tree's invariants. */
+static void
+full_compare (struct run *run)
+{
+  const char *err = extmap_check (run->map);
+  struct walk w = { run, run->ref.v, run->ref.n, 0, SIZE_MAX };
+
+  CHECK (run, err == NULL, "invariant: %s", err);
+  CHECK (run, extmap_iterate (run->map, 0, walk_visit, &w) == 0,
+         "iterate stopped early");
+  CHECK (run, w.seen == run->ref.n, "iterate saw %zu extents, not %zu",
+         w.seen, run->ref.n);
+  CHECK (run, extmap_bytes (run->map) == ref_bytes (&run->ref),
+         "bytes %" PRIu64 ", reference %" PRIu64,
+         extmap_bytes (run->map), ref_bytes (&run->ref));
+}
+
+/* A byte offset somewhere in (or just around) the address space. */
+static uint64_t
+pick_offset (struct run *run)
+{
+  const struct config *cf = run->cf;
+  uint64_t off = cf->base + below (cf->units) * cf->unit;
+
+  if (cf->unit > 1 && below (4) == 0)
+    off += below (cf->unit);    /* cut inside a unit */
+  return off;
+}
+
+static uint64_t
+pick_length (struct run *run)
+{
+  const struct config *cf = run->cf;
+  uint64_t units;
+
+  if (below (50) == 0)
+    units = 1 + below (cf->bigrun);     /* across many extents */
+  else
+    units = 1 + below (cf->maxrun);
+  if (cf->unit > 1 && below (4) == 0)
+    return units * cf->unit - below (cf->unit);
+  return units * cf->unit;
+}
+
+/* Mostly recent times with many ties, sometimes the extremes. */
+static uint32_t
+pick_time (struct run *run)
+{
+  switch (below (20)) {
+  case 0: return 0;
+  case 1: return UINT32_MAX;
+  case 2: return rnd ();
+  default: return run->now > 40 ? run->now - below (40) : run->now;
+  }
+}
+
+/* One query, chosen at random, against the reference. */
+static void
+random_query (struct run *run)
+{
+  struct extent e;
+  uint64_t x, len, end;
+  uint32_t cutoff;
+  bool got;
+
+  switch (below (6)) {
+  case 0:
+    run->query = "largest";
+    got = extmap_largest (run->map, &e);
+    check_extent (run, run->query, got, &e, ref_largest_before (&run->ref,
+                                                              UINT32_MAX));
+    break;
+  case 1:
+    run->query = "oldest";
+    got = extmap_oldest (run->map, &e);
+    check_extent (run, run->query, got, &e, ref_oldest (&run->ref));
+    break;
+  case 2:
+    run->query = "largest_before";
+    cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
+    got = extmap_largest_before (run->map, cutoff, &e);
+    check_extent (run, run->query, got, &e,
+                  ref_largest_before (&run->ref, cutoff));
+    break;
+  case 3:
+    run->query = "find_overlap";
+    x = below (64) ? pick_offset (run) : UINT64_MAX - below (2);
+    len = below (8) == 0 ? rnd () : pick_length (run);
+    end = x + len < x ? UINT64_MAX : x + len;
+    got = extmap_find_overlap (run->map, x, len, &e);
+    check_extent (run, run->query, got, &e,
+                  len ? ref_find (&run->ref, x, end) : NULL);
+    break;
+  case 4:
+    run->query = "find_from";
+    x = below (16) ? pick_offset (run) : below (2) ? rnd () : UINT64_MAX;
+    got = extmap_find_from (run->map, x, &e);
+    check_extent (run, run->query, got, &e,
+                  ref_find (&run->ref, x, UINT64_MAX));
+    break;
+  default: {
+    struct walk w = { run, NULL, 0, 0, 1 + below (40) };
+    const struct extent *first;
+    int r;
+
+    run->query = "iterate";
+    x = pick_offset (run);
+    first = ref_find (&run->ref, x, UINT64_MAX);
+    if (first) {
+      w.want = first;
+      w.left = run->ref.v + run->ref.n - first;
+    }
+    r = extmap_iterate (run->map, x, walk_visit, &w);
+    CHECK (run, r == (w.seen == w.stop_after ? 42 : 0),
+           "iterate returned %d", r);
+    CHECK (run, w.seen == MIN (w.left, w.stop_after),
+           "iterate saw %zu extents", w.seen);
+  }
+  }
+}
+
+/* A range the map must refuse with EINVAL, leaving itself unchanged. */
+static void
+invalid_op (struct run *run)
+{
+  uint64_t off, len, removed = 12345;
+  size_t count = extmap_count (run->map);
+  uint64_t bytes = extmap_bytes (run->map);
+  int r;
+
+  switch (below (3)) {
+  case 0: off = pick_offset (run); len = 0; break;
+  case 1: off = EXTMAP_MAX_END - below (4096); len = 4096 + below (8192); break;
+  default: off = UINT64_MAX - below (100); len = 101 + below (1000); break;
+  }
+  if (ref_valid (off, len))     /* the first case with off at the top */
+    return;
+  run->what = "invalid";
+  errno = 0;
+  if (below (2))
+    r = extmap_insert (run->map, off, len, pick_time (run));
+  else
+    r = extmap_remove (run->map, off, len, &removed);
+  CHECK (run, r == -1 && errno == EINVAL, "[%" PRIu64 "+%" PRIu64
+         "] gave %d, errno %d", off, len, r, errno);
+  CHECK (run, extmap_count (run->map) == count &&
+         extmap_bytes (run->map) == bytes, "map changed");
+}
+
+static void
+one_op (struct run *run, unsigned grow_pct)
+{
+  unsigned dice = below (100);
+  uint64_t off, len, removed, want;
+  uint32_t t;
+
+  run->now += below (4);
+  run->query = NULL;
+  if (dice < grow_pct) {
+    run->what = "insert";
+    off = pick_offset (run);
+    len = pick_length (run);
+    t = pick_time (run);
+    if (!ref_valid (off, len))
+      return;
+    CHECK (run, extmap_insert (run->map, off, len, t) == 0,
+           "insert [%" PRIu64 "+%" PRIu64 "] failed: %m", off, len);
+    ref_insert (&run->ref, off, len, t);
+  }
+  else if (dice < 90) {
+    run->what = "remove";
+    off = pick_offset (run);
+    len = pick_length (run);
+    if (!ref_valid (off, len))
+      return;
+    CHECK (run, extmap_remove (run->map, off, len, &removed) == 0,
+           "remove [%" PRIu64 "+%" PRIu64 "] failed: %m", off, len);
+    want = ref_remove (&run->ref, off, len);
+    CHECK (run, removed == want, "removed %" PRIu64 " bytes, reference %"
+           PRIu64, removed, want);
+  }
+  else if (dice < 97)
+    invalid_op (run);
+  else if (dice < 99) {
+    uint32_t delta = below (4) == 0 ? (uint32_t) rnd () : below (200);
+
+    run->what = "rebase_time";
+    extmap_rebase_time (run->map, delta);
+    for (size_t i = 0; i < run->ref.n; i++)
+      run->ref.v[i].time = run->ref.v[i].time > delta ?
+        run->ref.v[i].time - delta : 0;
+    run->now = run->now > delta ? run->now - delta : 0;
+  }
+  else if (below (1000) == 0) {
+    run->what = "clear";
+    extmap_clear (run->map);
+    run->ref.n = 0;
+  }
+  else
+    run->what = "idle";
+
+  CHECK (run, extmap_count (run->map) == run->ref.n,
+         "count %zu, reference %zu", extmap_count (run->map), run->ref.n);
+  random_query (run);
+}
+
+static void
+run_seed (const struct config *cf, uint64_t seed, unsigned ops)
+{
+  struct run run = { .cf = cf, .seed = seed };
+  size_t most = 0;
+
+  rng_state = seed;
+  run.map = extmap_new ();
+  assert_non_null (run.map);
+
+  for (run.op = 0; run.op < ops; run.op++) {
+    /* Alternate growing and shrinking phases, so the tree passes
+     * through every size and both splits and merges dominate in turn.
+     */
+    unsigned grow = (run.op / cf->phase) % 2 ? cf->shrink : cf->grow;
+    unsigned every = paranoid ? 1 : run.ref.n < 200 ? 8
+      : run.ref.n < 2000 ? 128 : 1024;
+
+    one_op (&run, grow);
+    if (run.op % every == 0)
+      full_compare (&run);
+    most = MAX (most, run.ref.n);
+  }
+  full_compare (&run);
+
+  /* Drain it: long removes until little is left, then one remove of
+   * everything, after which the map must hold no node at all.
+   */
+  run.what = "drain";
+  while (run.ref.n > 10) {
+    const struct extent *x = &run.ref.v[below (run.ref.n)];
+    uint64_t off = x->offset + below (x->length);
+    uint64_t len = (1 + below (cf->bigrun)) * cf->unit;
+
+    if (!ref_valid (off, len))
+      continue;
+    CHECK (&run, extmap_remove (run.map, off, len, NULL) == 0, "failed: %m");
+    ref_remove (&run.ref, off, len);
+    if (run.ref.n < 500 && below (8) == 0)
+      full_compare (&run);
+  }
+  CHECK (&run, extmap_remove (run.map, 0, EXTMAP_MAX_END, NULL) == 0,
+         "failed: %m");
+  run.ref.n = 0;
+  full_compare (&run);
+  CHECK (&run, extmap_count (run.map) == 0, "not empty");
+
+  print_message ("%s seed %" PRIu64 ": %u operations, up to %zu extents\n",
+                 cf->name, seed, ops, most);
+  extmap_free (run.map);
+  free (run.ref.v);
+}
+
+/* ---- configurations ---- */
+
+
+static void
+test_config (void **state)
+{
+  const struct config *cf = *state;
+  static const uint64_t seeds[] = { 1, 2, 0x5eed, 20240611 };
+
+  if (have_user_seed)
+    run_seed (cf, user_seed, cf->ops * scale);
+  else {
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++)
+      run_seed (cf, seeds[i], cf->ops * scale);
+  }
+}
+
+static const struct config configs[] = {
+  /* Byte granularity in a small space: every off-by-one shows. */
+  { "bytes", 0, 1, 3000, 12, 750, 3000, 65, 35, 60000 },
+  /* 4 KiB pages, dense: mostly merges and splits of a few extents. */
+  { "pages", 0, 4096, 1024, 8, 256, 3000, 65, 35, 60000 },
+  /* The top of the address space: ends reach exactly 2^63. */
+  { "top", EXTMAP_MAX_END - (UINT64_C (4096) << 40), UINT64_C (1) << 40,
+    4096, 6, 1024, 3000, 65, 35, 40000 },
+  /* Sparse units of 2^51 bytes over all of [0, 2^63). */
+  { "sparse", 0, UINT64_C (1) << 51, 4096, 4, 1024, 3000, 65, 35, 40000 },
+  /* A wide space, short ranges and long growing phases: ten thousand
+   * extents and more, so four levels with the real node sizes.
+   */
+  { "deep", 1 << 20, 4096, 1 << 20, 2, 64, 12000, 80, 30, 80000 },
+};
+
+int
+main (int argc, char *argv[])
+{
+  const char *env_seed = getenv ("EXTMAP_DIFF_SEED");
+  const char *env_scale = getenv ("EXTMAP_DIFF_SCALE");
+  struct CMUnitTest tests[sizeof configs / sizeof configs[0]];
+
+  program_name = argv[0];
+  if (argc > 1 || env_seed) {
+    user_seed = strtoull (argc > 1 ? argv[1] : env_seed, NULL, 0);
+    have_user_seed = true;
+  }
+  if (env_scale)
+    scale = MAX (1, atoi (env_scale));
+  paranoid = getenv ("EXTMAP_DIFF_PARANOID") != NULL;
+
+  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+    tests[i] = (struct CMUnitTest)
+      cmocka_unit_test_prestate (test_config, (void *) &configs[i]);
+    tests[i].name = configs[i].name;
+  }
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,1 @@
+# tools: rules added by the issue that fills this directory.
