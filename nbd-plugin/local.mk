@@ -17,3 +17,12 @@ nbd-plugin/nbdkit-discardcache-plugin.1: nbd-plugin/nbdkit-discardcache-plugin.p
 	$(AM_V_GEN)$(MKDIR_P) nbd-plugin && \
 	$(POD2MAN) --section=1 --center="discardcache" --release="$(PACKAGE_VERSION)" \
 	  --name=nbdkit-discardcache-plugin $< > $@.tmp && mv $@.tmp $@
+
+# nbdkit loads the .so alone; the libtool archive is of no use there.
+install-exec-hook: uninstall-plugin-la
+uninstall-plugin-la:
+	rm -f $(DESTDIR)$(plugindir)/nbdkit-discardcache-plugin.la
+.PHONY: uninstall-plugin-la
+
+# distcheck installs under its own prefix, not into the system's nbdkit.
+AM_DISTCHECK_CONFIGURE_FLAGS = --with-plugindir='$${libdir}/nbdkit/plugins'
