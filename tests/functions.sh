@@ -11,6 +11,7 @@ set -u
 : "${abs_top_builddir:=$abs_top_srcdir}"
 : "${NBDKIT:=nbdkit}"
 PLUGIN="$abs_top_builddir/nbd-plugin/.libs/nbdkit-discardcache-plugin.so"
+DISCARDFUSE="$abs_top_builddir/fuse/discardfuse"
 
 _cleanup_hooks=()
 _cleanup_status=0
@@ -122,6 +123,74 @@ start_nbdkit ()
         sleep 0.1
     done
     fail "nbdkit $* did not write $pidfile within 60 s"
+}
+
+# start_discardfuse MOUNTPOINT ARGS...: run discardfuse -f ARGS MOUNTPOINT
+# in the background, wait until MOUNTPOINT/disk appears, and unmount it
+# (then wait for that pid) at exit.  Sets DISCARDFUSE_PID.
+start_discardfuse ()
+{
+    local mnt=$1 i
+    shift
+    "$DISCARDFUSE" -f "$@" "$mnt" &
+    DISCARDFUSE_PID=$!
+    cleanup_fn stop_discardfuse "$mnt" "$DISCARDFUSE_PID"
+    for (( i = 0; i < 300; i++ )); do
+        [ -e "$mnt/disk" ] && return 0
+        kill -0 "$DISCARDFUSE_PID" 2>/dev/null || fail "discardfuse $* $mnt exited at start"
+        sleep 0.1
+    done
+    fail "discardfuse did not show $mnt/disk within 30 s"
+}
+
+# stop_discardfuse MOUNTPOINT PID: unmount (SIGTERM if the mount is busy
+# or gone), then as stop_pid: fail the test if it has not exited within
+# 60 s.  Returns discardfuse's exit status.  With PID empty (a daemon,
+# not our child) it only unmounts.
+stop_discardfuse ()
+{
+    local mnt=$1 pid=$2 i
+    if [ -z "$pid" ]; then
+        grep -qF " $mnt fuse" /proc/mounts && fusermount3 -u -z "$mnt"
+        return 0
+    fi
+    if kill -0 "$pid" 2>/dev/null; then
+        fusermount3 -u "$mnt" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+        for (( i = 0; i < 600; i++ )); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "$0: FAIL: discardfuse (pid $pid) still running 60 s after unmount" >&2
+            kill -KILL "$pid" 2>/dev/null
+            _cleanup_status=1
+        fi
+    fi
+    # A killed daemon leaves a dead mount ("transport endpoint is not
+    # connected") behind.
+    grep -qF " $mnt fuse" /proc/mounts && fusermount3 -u -z "$mnt" 2>/dev/null
+    wait "$pid" 2>/dev/null
+}
+
+# umount_if_mounted DIR: for cleanup hooks.
+umount_if_mounted ()
+{
+    mountpoint -q "$1" && umount "$1"
+    return 0
+}
+
+# detach_loop DEV FILE: losetup -d DEV, then wait (up to 10 s) until no
+# loop device holds FILE: detaching is asynchronous, and FUSE cannot
+# unmount while loop holds its file.
+detach_loop ()
+{
+    local dev=$1 file=$2 i
+    losetup -d "$dev" 2>/dev/null
+    for (( i = 0; i < 100; i++ )); do
+        [ -z "$(losetup -j "$file" 2>/dev/null)" ] && return 0
+        sleep 0.1
+    done
+    return 1
 }
 
 # stop_pidfile PIDFILE NAME: stop the process whose pid PIDFILE holds.
