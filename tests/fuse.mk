@@ -4,7 +4,9 @@
 FUSE_TESTS = \
 	tests/test-fuse-params.sh \
 	tests/test-fuse-ops.sh \
-	tests/test-fuse-e2e-xfs.sh
+	tests/test-fuse-e2e-xfs.sh \
+	tests/test-fuse-fio-verify.sh \
+	tests/test-fuse-unmount-io.sh
 TESTS += $(FUSE_TESTS)
 EXTRA_DIST += $(FUSE_TESTS)
 
