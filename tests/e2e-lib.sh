@@ -43,9 +43,8 @@ e2e_start ()
     fuse) e2e_start_discardfuse "$dir" "$@" ;;
     esac
 
-    E2E_DEV=$(losetup --direct-io=on -f --show "$dir/fuse/disk") ||
-        fail "losetup on $dir/fuse/disk failed"
-    cleanup_fn detach_loop "$E2E_DEV" "$dir/fuse/disk"
+    attach_loop "$dir/fuse/disk" || fail "losetup on $dir/fuse/disk failed"
+    E2E_DEV=$LOOP_DEV
     mkfs.xfs -q "$E2E_DEV" || fail "mkfs.xfs failed"
     E2E_FS=$dir/fs
     mount -o discard "$E2E_DEV" "$E2E_FS" || fail "mount -o discard failed"
@@ -105,7 +104,7 @@ e2e_stop_nbdfuse ()
 e2e_teardown ()
 {
     umount_if_mounted "$E2E_FS"
-    detach_loop "$E2E_DEV" "$E2E_DIR/fuse/disk"
+    detach_loop "$E2E_DEV"
     case "$E2E_FRONTEND" in
     nbdkit)
         e2e_stop_nbdfuse

@@ -179,12 +179,27 @@ umount_if_mounted ()
     return 0
 }
 
-# detach_loop DEV FILE: losetup -d DEV, then wait (up to 10 s) until no
-# loop device holds FILE: detaching is asynchronous, and FUSE cannot
-# unmount while loop holds its file.
+# attach_loop FILE: losetup --direct-io=on -f --show FILE; sets LOOP_DEV
+# and detaches it at exit unless detach_loop did first.  Each device is
+# detached once only: tests run in parallel, and a loop device detached
+# twice may belong to another test by the second time.
+declare -A _loop_files=()
+attach_loop ()
+{
+    LOOP_DEV=$(losetup --direct-io=on -f --show "$1") || return 1
+    _loop_files[$LOOP_DEV]=$1
+    cleanup_fn detach_loop "$LOOP_DEV"
+}
+
+# detach_loop DEV: if attach_loop attached DEV and it is still attached,
+# losetup -d it and wait (up to 10 s) until no loop device holds its
+# file: detaching is asynchronous, and FUSE cannot unmount while loop
+# holds its file.
 detach_loop ()
 {
-    local dev=$1 file=$2 i
+    local dev=$1 file=${_loop_files[$1]:-} i
+    [ -n "$file" ] || return 0
+    unset "_loop_files[$dev]"
     losetup -d "$dev" 2>/dev/null
     for (( i = 0; i < 100; i++ )); do
         [ -z "$(losetup -j "$file" 2>/dev/null)" ] && return 0

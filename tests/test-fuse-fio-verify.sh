@@ -101,8 +101,8 @@ scenario ()
 {
     local dev i
     start_discardfuse "$mnt" backend="$1" delay=200ms idle=0 "${@:2}"
-    dev=$(losetup --direct-io=on -f --show "$mnt/disk") || fail "losetup failed"
-    cleanup_fn detach_loop "$dev" "$mnt/disk"
+    attach_loop "$mnt/disk" || fail "losetup failed"
+    dev=$LOOP_DEV
     write_jobs "$dev"
 
     echo "== write, trim, rewrite (each verified)"
@@ -125,7 +125,7 @@ scenario ()
     run_fio --section=rewrite --verify_only || fail "rewritten data damaged after forwarding"
     run_fio --section=keep --verify_only || fail "data outside the trimmed range damaged"
     run_fio --section=zeros || fail "trimmed and forwarded range does not read back as zeros"
-    detach_loop "$dev" "$mnt/disk" || fail "$dev still holds $mnt/disk"
+    detach_loop "$dev" || fail "$dev still holds $mnt/disk"
     stop_discardfuse "$mnt" "$DISCARDFUSE_PID" || fail "discardfuse exited with status $?"
 }
 

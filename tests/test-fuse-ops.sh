@@ -81,8 +81,8 @@ for opts in "-o 0 -l 4096" "-c -o 0 -l 65536" "-i -o 0 -l 65536"; do
 done
 
 # Through loop: discard_granularity from statfs; fstrim moves the counters.
-dev=$(losetup --direct-io=on -f --show "$mnt/disk") || fail "losetup failed"
-cleanup_fn detach_loop "$dev" "$mnt/disk"
+attach_loop "$mnt/disk" || fail "losetup failed"
+dev=$LOOP_DEV
 gran=$(cat "/sys/block/${dev#/dev/}/queue/discard_granularity")
 [ "$gran" -eq 65536 ] || fail "loop discard_granularity $gran, want 65536"
 mkfs.xfs -q -f -K "$dev" || fail "mkfs.xfs failed"
@@ -98,6 +98,6 @@ after=$(stat_of trims)
 echo "trims before rm + fstrim: $before, after: $after"
 [ "$after" -gt "$before" ] || fail "fstrim did not show in stats"
 umount "$dir/fs"
-detach_loop "$dev" "$mnt/disk" || fail "$dev still holds $mnt/disk"
+detach_loop "$dev" || fail "$dev still holds $mnt/disk"
 stop_discardfuse "$mnt" "$DISCARDFUSE_PID" || fail "discardfuse exited with status $?"
 echo "fuse ops: ok"

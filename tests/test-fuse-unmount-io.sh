@@ -41,8 +41,8 @@ prepare ()
     truncate -s 512M "$dir/backing"
     start_discardfuse "$mnt" backend="$dir/backing" delay=60s \
         statsfile="$dir/stats.json"
-    dev=$(losetup --direct-io=on -f --show "$mnt/disk") || fail "losetup failed"
-    cleanup_fn detach_loop "$dev" "$mnt/disk"
+    attach_loop "$mnt/disk" || fail "losetup failed"
+    dev=$LOOP_DEV
     dd if="$dir/known" of="$dev" bs=64k oflag=direct conv=fsync,notrunc status=none ||
         fail "writing the known blocks failed"
     blkdiscard -o $((8 * MiB)) -l $((8 * MiB)) "$dev" || fail "blkdiscard failed"
@@ -96,7 +96,7 @@ wait_exit "$DISCARDFUSE_PID" "SIGTERM" || fail "SIGTERM: discardfuse exited with
 grep -qF " $mnt fuse" /proc/mounts && fail "SIGTERM: still mounted"
 stop_pid "$fio_pid" fio
 echo "fio after the stop (errors expected): $(grep -c 'io_u error' "$dir/fio.err") I/O errors"
-detach_loop "$dev" "$mnt/disk" || fail "SIGTERM: $dev still holds the image"
+detach_loop "$dev" || fail "SIGTERM: $dev still holds the image"
 check_backing "SIGTERM"
 
 echo "== B: fusermount3 -u -z while fio runs on the loop device"
@@ -107,7 +107,7 @@ grep -qF " $mnt fuse" /proc/mounts && fail "lazy unmount: still in /proc/mounts"
 kill -0 "$DISCARDFUSE_PID" || fail "lazy unmount: discardfuse stopped while loop still used it"
 wait "$fio_pid" || { cat "$dir/fio.err" "$dir/fio.out"; fail "lazy unmount: fio saw errors"; }
 kill -0 "$DISCARDFUSE_PID" || fail "lazy unmount: discardfuse stopped before losetup -d"
-detach_loop "$dev" "$mnt/disk" || fail "lazy unmount: $dev still holds the image"
+detach_loop "$dev" || fail "lazy unmount: $dev still holds the image"
 wait_exit "$DISCARDFUSE_PID" "lazy unmount" || fail "lazy unmount: discardfuse exited with status $?"
 check_backing "lazy unmount"
 echo "unmount under I/O: ok"
