@@ -22,6 +22,10 @@ dc_log_to_syslog (void)
 }
 
 /* fmt may use %m, so errno must survive the prefix. */
+static void vlog (int priority, const char *prefix, const char *fmt,
+                  va_list args)
+  __attribute__ ((format (printf, 3, 0)));
+
 static void
 vlog (int priority, const char *prefix, const char *fmt, va_list args)
 {

@@ -66,6 +66,10 @@ open_engine (struct dfuse *df)
 /* libfuse's messages follow ours to syslog once stderr is gone; its
  * levels are syslog's.
  */
+static void fuse_log_to_syslog (enum fuse_log_level level, const char *fmt,
+                                va_list ap)
+  __attribute__ ((format (printf, 2, 0)));
+
 static void
 fuse_log_to_syslog (enum fuse_log_level level, const char *fmt, va_list ap)
 {
