@@ -44,6 +44,8 @@ blockalign=4k
 verify=crc32c
 verify_fatal=1
 randrepeat=1
+# no verify state files in the working directory
+verify_state_save=0
 
 [keep]
 rw=randwrite
