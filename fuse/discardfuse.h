@@ -64,15 +64,18 @@ extern void dfuse_free_args (struct dfuse *df);
 /* ops.c: the low-level callbacks, dispatching on the inode. */
 extern const struct fuse_lowlevel_ops dfuse_ops;
 
-/* disk.c: the image file. */
+/* disk.c: the image file.  write and fallocate are the FUSE callbacks
+ * themselves: no other file can be written.
+ */
 extern void disk_open (fuse_req_t req, struct fuse_file_info *fi);
 extern void disk_read (fuse_req_t req, size_t size, off_t off);
-extern void disk_write (fuse_req_t req, const char *buf, size_t size,
-                        off_t off, struct fuse_file_info *fi);
-extern void disk_fallocate (fuse_req_t req, int mode, off_t off,
-                            off_t length);
-extern void disk_flush (fuse_req_t req, struct fuse_file_info *fi);
-extern void disk_fsync (fuse_req_t req);
+extern void disk_write (fuse_req_t req, fuse_ino_t ino, const char *buf,
+                        size_t size, off_t off, struct fuse_file_info *fi);
+extern void disk_fallocate (fuse_req_t req, fuse_ino_t ino, int mode,
+                            off_t off, off_t length,
+                            struct fuse_file_info *fi);
+/* Reply to flush or fsync, flushing the engine first if flush. */
+extern void disk_sync (fuse_req_t req, bool flush);
 
 /* statsnode.c: the statistics file, a JSON snapshot taken at open. */
 extern off_t statsnode_size (struct dfuse *df);

@@ -54,7 +54,9 @@ disk_open (fuse_req_t req, struct fuse_file_info *fi)
 #ifdef HAVE_STRUCT_FUSE_FILE_INFO_PARALLEL_DIRECT_WRITES
   fi->parallel_direct_writes = 1;
 #endif
-  /* Remember whether this handle can write: only those flush at close. */
+  /* Remember whether this handle can write: only those flush at close
+   * (ops.c).
+   */
   fi->fh = writable;
   fuse_reply_open (req, fi);
 }
@@ -85,8 +87,8 @@ disk_read (fuse_req_t req, size_t size, off_t off)
  * no fsync after a direct write, so the engine must make it durable.
  */
 void
-disk_write (fuse_req_t req, const char *buf, size_t size, off_t off,
-            struct fuse_file_info *fi)
+disk_write (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+            off_t off, struct fuse_file_info *fi)
 {
   struct dfuse *df = fuse_req_userdata (req);
   uint64_t n = inside (df, off, MIN (size, UINT32_MAX));
@@ -121,7 +123,8 @@ zero_range (struct dfuse *df, int mode, off_t off, off_t length)
 }
 
 void
-disk_fallocate (fuse_req_t req, int mode, off_t off, off_t length)
+disk_fallocate (fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+                off_t length, struct fuse_file_info *fi)
 {
   struct dfuse *df = fuse_req_userdata (req);
   uint64_t n;
@@ -152,26 +155,12 @@ disk_fallocate (fuse_req_t req, int mode, off_t off, off_t length)
     fuse_reply_err (req, 0);
 }
 
-/* flush comes at every close(); read-only handles have nothing to make
- * durable, and probes (blkid, udev) open the image read-only often.
- */
 void
-disk_flush (fuse_req_t req, struct fuse_file_info *fi)
+disk_sync (fuse_req_t req, bool flush)
 {
   struct dfuse *df = fuse_req_userdata (req);
 
-  if (fi->fh && engine_flush (df->engine) == -1)
-    reply_errno (req);
-  else
-    fuse_reply_err (req, 0);
-}
-
-void
-disk_fsync (fuse_req_t req)
-{
-  struct dfuse *df = fuse_req_userdata (req);
-
-  if (engine_flush (df->engine) == -1)
+  if (flush && engine_flush (df->engine) == -1)
     reply_errno (req);
   else
     fuse_reply_err (req, 0);

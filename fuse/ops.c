@@ -206,43 +206,21 @@ dfuse_read (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     statsnode_read (req, size, off, fi);
 }
 
-static void
-dfuse_write (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-             off_t off, struct fuse_file_info *fi)
-{
-  if (ino == DF_INO_DISK)
-    disk_write (req, buf, size, off, fi);
-  else
-    fuse_reply_err (req, EBADF);
-}
-
-static void
-dfuse_fallocate (fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
-                 off_t length, struct fuse_file_info *fi)
-{
-  if (ino == DF_INO_DISK)
-    disk_fallocate (req, mode, off, length);
-  else
-    fuse_reply_err (req, EBADF);
-}
-
+/* flush comes at every close(): only a handle that could write the
+ * image has anything to make durable, and probes (blkid, udev) open it
+ * read-only often.
+ */
 static void
 dfuse_flush (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-  if (ino == DF_INO_DISK)
-    disk_flush (req, fi);
-  else
-    fuse_reply_err (req, 0);
+  disk_sync (req, ino == DF_INO_DISK && fi->fh);
 }
 
 static void
 dfuse_fsync (fuse_req_t req, fuse_ino_t ino, int datasync,
              struct fuse_file_info *fi)
 {
-  if (ino == DF_INO_DISK)
-    disk_fsync (req);
-  else
-    fuse_reply_err (req, 0);
+  disk_sync (req, ino == DF_INO_DISK);
 }
 
 static void
@@ -281,8 +259,11 @@ const struct fuse_lowlevel_ops dfuse_ops = {
   .readdir   = dfuse_readdir,
   .open      = dfuse_open,
   .read      = dfuse_read,
-  .write     = dfuse_write,
-  .fallocate = dfuse_fallocate,
+  /* Only the image can be opened for writing, and the kernel sends
+   * these only on a handle opened for writing.
+   */
+  .write     = disk_write,
+  .fallocate = disk_fallocate,
   .flush     = dfuse_flush,
   .fsync     = dfuse_fsync,
   .release   = dfuse_release,
