@@ -53,7 +53,7 @@ e2e_start ()
 
 e2e_start_nbdkit ()
 {
-    local dir=$1 i
+    local dir=$1
     shift
     start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
         backend="$dir/backing" statsfile="$dir/stats.json" "$@"
@@ -61,12 +61,7 @@ e2e_start_nbdkit ()
     nbdfuse "$dir/fuse/disk" --unix "$dir/nbd.sock" &
     E2E_NBDFUSE_PID=$!
     cleanup_fn e2e_stop_nbdfuse
-    for (( i = 0; i < 300; i++ )); do
-        [ -e "$dir/fuse/disk" ] && break
-        kill -0 "$E2E_NBDFUSE_PID" 2>/dev/null || fail "nbdfuse exited at start"
-        sleep 0.1
-    done
-    [ -e "$dir/fuse/disk" ] || fail "nbdfuse did not show $dir/fuse/disk"
+    wait_started "$E2E_NBDFUSE_PID" nbdfuse 30 test -e "$dir/fuse/disk"
 }
 
 e2e_start_discardfuse ()

@@ -85,23 +85,44 @@ mktempdir ()
     cleanup_fn rm -rf "$TESTDIR"
 }
 
-# stop_pid PID NAME: TERM, then fail the test if it has not exited within
-# 60 s (a flusher that never stops is a bug), then KILL.  Only by pid.
-stop_pid ()
+# await_exit PID NAME AFTER: wait for PID to exit and return its status.
+# If it is still running 60 s later (a flusher that never stops is a
+# bug), fail the test ("... 60 s after AFTER") and KILL it.  Only by pid.
+await_exit ()
 {
-    local pid=$1 name=$2 i
-    kill -TERM "$pid" 2>/dev/null || return 0
+    local pid=$1 name=$2 after=$3 i
     for (( i = 0; i < 600; i++ )); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
-        echo "$0: FAIL: $name (pid $pid) still running 60 s after SIGTERM" >&2
+        echo "$0: FAIL: $name (pid $pid) still running 60 s after $after" >&2
         kill -KILL "$pid" 2>/dev/null
         _cleanup_status=1
     fi
     wait "$pid" 2>/dev/null
+}
+
+# stop_pid PID NAME: TERM, then await_exit.
+stop_pid ()
+{
+    kill -TERM "$1" 2>/dev/null || return 0
+    await_exit "$1" "$2" SIGTERM
     return 0
+}
+
+# wait_started PID NAME SECONDS TEST...: wait until the command TEST
+# succeeds; fail if process PID exits first or SECONDS pass.
+wait_started ()
+{
+    local pid=$1 name=$2 secs=$3 i
+    shift 3
+    for (( i = 0; i < secs * 10; i++ )); do
+        "$@" && return 0
+        kill -0 "$pid" 2>/dev/null || fail "$name exited at start"
+        sleep 0.1
+    done
+    fail "$name did not start within $secs s (waited for: $*)"
 }
 
 # start_nbdkit -P PIDFILE ARGS...: run nbdkit -f ARGS in the background,
@@ -117,12 +138,7 @@ start_nbdkit ()
     "$NBDKIT" -f "$@" &
     NBDKIT_PID=$!
     cleanup_fn stop_pid "$NBDKIT_PID" nbdkit
-    for (( i = 0; i < 600; i++ )); do
-        [ -s "$pidfile" ] && return 0
-        kill -0 "$NBDKIT_PID" 2>/dev/null || fail "nbdkit $* exited at start"
-        sleep 0.1
-    done
-    fail "nbdkit $* did not write $pidfile within 60 s"
+    wait_started "$NBDKIT_PID" "nbdkit $*" 60 test -s "$pidfile"
 }
 
 # start_discardfuse MOUNTPOINT ARGS...: run discardfuse -f ARGS MOUNTPOINT
@@ -130,46 +146,29 @@ start_nbdkit ()
 # (then wait for that pid) at exit.  Sets DISCARDFUSE_PID.
 start_discardfuse ()
 {
-    local mnt=$1 i
+    local mnt=$1
     shift
     "$DISCARDFUSE" -f "$@" "$mnt" &
     DISCARDFUSE_PID=$!
     cleanup_fn stop_discardfuse "$mnt" "$DISCARDFUSE_PID"
-    for (( i = 0; i < 300; i++ )); do
-        [ -e "$mnt/disk" ] && return 0
-        kill -0 "$DISCARDFUSE_PID" 2>/dev/null || fail "discardfuse $* $mnt exited at start"
-        sleep 0.1
-    done
-    fail "discardfuse did not show $mnt/disk within 30 s"
+    wait_started "$DISCARDFUSE_PID" "discardfuse $* $mnt" 30 test -e "$mnt/disk"
 }
 
 # stop_discardfuse MOUNTPOINT PID: unmount (SIGTERM if the mount is busy
-# or gone), then as stop_pid: fail the test if it has not exited within
-# 60 s.  Returns discardfuse's exit status.  With PID empty (a daemon,
-# not our child) it only unmounts.
+# or gone), then await_exit; returns discardfuse's exit status.  With PID
+# empty (a daemon, not our child) it only unmounts.
 stop_discardfuse ()
 {
-    local mnt=$1 pid=$2 i
-    if [ -z "$pid" ]; then
-        grep -qF " $mnt fuse" /proc/mounts && fusermount3 -u -z "$mnt"
-        return 0
-    fi
-    if kill -0 "$pid" 2>/dev/null; then
+    local mnt=$1 pid=$2 status=0
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         fusermount3 -u "$mnt" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
-        for (( i = 0; i < 600; i++ )); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            echo "$0: FAIL: discardfuse (pid $pid) still running 60 s after unmount" >&2
-            kill -KILL "$pid" 2>/dev/null
-            _cleanup_status=1
-        fi
+        await_exit "$pid" discardfuse unmount
+        status=$?
     fi
     # A killed daemon leaves a dead mount ("transport endpoint is not
-    # connected") behind.
+    # connected") behind, and a daemon's mount is ours to remove.
     grep -qF " $mnt fuse" /proc/mounts && fusermount3 -u -z "$mnt" 2>/dev/null
-    wait "$pid" 2>/dev/null
+    return $status
 }
 
 # umount_if_mounted DIR: for cleanup hooks.

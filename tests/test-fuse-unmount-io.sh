@@ -76,23 +76,11 @@ check_backing ()
         fail "$1: discards left pending after the stop"
 }
 
-# wait_exit PID WHAT: discardfuse's exit status, failing after 60 s.
-wait_exit ()
-{
-    local i
-    for (( i = 0; i < 600; i++ )); do
-        kill -0 "$1" 2>/dev/null || break
-        sleep 0.1
-    done
-    kill -0 "$1" 2>/dev/null && fail "$2: discardfuse still running after 60 s"
-    wait "$1"
-}
-
 echo "== A: SIGTERM while fio runs on the loop device"
 prepare
 background_io 60
 kill -TERM "$DISCARDFUSE_PID"
-wait_exit "$DISCARDFUSE_PID" "SIGTERM" || fail "SIGTERM: discardfuse exited with status $?"
+await_exit "$DISCARDFUSE_PID" discardfuse SIGTERM || fail "SIGTERM: discardfuse exited with status $?"
 grep -qF " $mnt fuse" /proc/mounts && fail "SIGTERM: still mounted"
 stop_pid "$fio_pid" fio
 echo "fio after the stop (errors expected): $(grep -c 'io_u error' "$dir/fio.err") I/O errors"
@@ -108,6 +96,6 @@ kill -0 "$DISCARDFUSE_PID" || fail "lazy unmount: discardfuse stopped while loop
 wait "$fio_pid" || { cat "$dir/fio.err" "$dir/fio.out"; fail "lazy unmount: fio saw errors"; }
 kill -0 "$DISCARDFUSE_PID" || fail "lazy unmount: discardfuse stopped before losetup -d"
 detach_loop "$dev" || fail "lazy unmount: $dev still holds the image"
-wait_exit "$DISCARDFUSE_PID" "lazy unmount" || fail "lazy unmount: discardfuse exited with status $?"
+await_exit "$DISCARDFUSE_PID" discardfuse "losetup -d" || fail "lazy unmount: discardfuse exited with status $?"
 check_backing "lazy unmount"
 echo "unmount under I/O: ok"
