@@ -139,25 +139,6 @@ run_loop (struct dfuse *df, struct fuse_session *se)
   return 0;
 }
 
-/* Mounted from here to the end; the loop returns only after its
- * workers have finished their requests.
- */
-static int
-serve (struct dfuse *df, struct fuse_session *se)
-{
-  int r = -1;
-
-  if (fuse_set_signal_handlers (se) == -1)
-    return -1;
-  if (fuse_session_mount (se, df->mountpoint) == 0) {
-    if (daemonize (df) == 0 && start_engine (df) == 0)
-      r = run_loop (df, se);
-    fuse_session_unmount (se);
-  }
-  fuse_remove_signal_handlers (se);
-  return r;
-}
-
 static int
 stop_engine (struct dfuse *df)
 {
@@ -170,6 +151,36 @@ stop_engine (struct dfuse *df)
   return stats_write_file (&st, df->statsfile);
 }
 
+/* Mount, serve, unmount; se is destroyed on return.  The loop returns
+ * only after its workers have finished their requests.  The engine is
+ * stopped (pending discards forwarded, statistics written) only if it
+ * was started: a mount that failed leaves no statistics file behind.
+ */
+static int
+serve (struct dfuse *df, struct fuse_session *se)
+{
+  bool started = false;
+  int r = -1;
+
+  if (fuse_set_signal_handlers (se) == 0) {
+    if (fuse_session_mount (se, df->mountpoint) == 0) {
+      if (daemonize (df) == 0 && start_engine (df) == 0) {
+        started = true;
+        r = run_loop (df, se);
+      }
+      fuse_session_unmount (se);
+    }
+    fuse_remove_signal_handlers (se);
+  }
+  /* Before the stop, which may take a while: closing the device fails
+   * loop's further I/O at once instead of leaving it waiting.
+   */
+  fuse_session_destroy (se);
+  if (started && stop_engine (df) == -1)
+    r = -1;
+  return r;
+}
+
 int
 main (int argc, char *argv[])
 {
@@ -180,21 +191,16 @@ main (int argc, char *argv[])
   r = dfuse_parse_args (&df, argc, argv);
   if (r == 0)
     r = check_dev_fuse ();
-  /* Before the engine: it checks libfuse's options without opening
-   * the backend.
+  /* The session before the engine: it checks libfuse's options without
+   * opening the backend.
    */
   if (r == 0) {
     se = fuse_session_new (&df.fuse_args, &dfuse_ops, sizeof dfuse_ops, &df);
     r = se ? open_engine (&df) : -1;
   }
-  if (r == 0) {
+  if (r == 0)
     r = serve (&df, se);
-    fuse_session_destroy (se);
-    se = NULL;
-    if (stop_engine (&df) == -1)
-      r = -1;
-  }
-  if (se)
+  else if (se)
     fuse_session_destroy (se);
   engine_close (df.engine);
   dfuse_free_args (&df);
