@@ -12,7 +12,7 @@ e2e_requires
 
 mktempdir
 dir=$TESTDIR
-e2e_start "$dir" 1G delay=2s idle=100ms
+e2e_start "$dir" 1G delay=5s idle=100ms
 
 /usr/bin/python3 "$abs_top_srcdir/tests/churn.py" run "$E2E_FS" "$dir/manifest" \
     --seed 42 --rounds 8 --files 60 --max-kib 2048 || fail "churn failed"
