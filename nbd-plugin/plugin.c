@@ -99,31 +99,6 @@ log_stats_line (const char *line, void *opaque)
   nbdkit_debug ("stats: %s", line);
 }
 
-/* Atomically, so a reader never sees half a file. */
-static void
-write_statsfile (const struct engine_stats *st)
-{
-  CLEANUP_FREE char *tmp = NULL;
-  FILE *fp;
-
-  if (asprintf (&tmp, "%s.tmp", statsfile) == -1) {
-    nbdkit_error ("asprintf: %m");
-    return;
-  }
-  fp = fopen (tmp, "w");
-  if (fp == NULL) {
-    nbdkit_error ("statsfile: %s: %m", tmp);
-    return;
-  }
-  if (stats_write_json (st, fp) == -1 || fclose (fp) == EOF) {
-    nbdkit_error ("statsfile: %s: write error", tmp);
-    unlink (tmp);
-    return;
-  }
-  if (rename (tmp, statsfile) == -1)
-    nbdkit_error ("statsfile: rename %s: %m", statsfile);
-}
-
 static void
 discardcache_cleanup (void)
 {
@@ -136,7 +111,7 @@ discardcache_cleanup (void)
   if (discardcache_debug_stats)
     stats_write_lines (&st, log_stats_line, NULL);
   if (statsfile)
-    write_statsfile (&st);
+    stats_write_file (&st, statsfile);
 }
 
 static void

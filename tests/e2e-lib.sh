@@ -1,55 +1,83 @@
-# discardcache: the end-to-end stack, shared by the XFS test and the
-# README's main job: sparse file -> nbdkit discardcache -> nbdfuse ->
-# losetup -> mkfs.xfs -> mount -o discard.  Every piece registers its own
+# discardcache: the end-to-end stack, shared by the XFS tests and the
+# README's main job: sparse file -> front-end -> loop -> mkfs.xfs ->
+# mount -o discard.  The front-end is $E2E_FRONTEND:
+#   nbdkit  nbdkit discardcache, reached through nbdfuse (the default)
+#   fuse    discardfuse
+# Both show the image as $E2E_DIR/fuse/disk and write their statistics
+# to $E2E_DIR/stats.json when they stop.  Every piece registers its own
 # teardown (umount, losetup -d, fusermount3 -u, kill by pid) with
 # cleanup_fn, so it all comes down even when a step fails.
 # Source tests/functions.sh first.
 
-# e2e_start DIR SIZE [PLUGIN KEYS...]: sets E2E_DEV, E2E_MNT, E2E_FS.
+: "${E2E_FRONTEND:=nbdkit}"
+
+# e2e_requires: skip unless this front-end's stack can run here.
+e2e_requires ()
+{
+    requires_root
+    requires_fuse
+    requires_loop
+    requires mkfs.xfs -V
+    requires fstrim --version
+    case "$E2E_FRONTEND" in
+    nbdkit)
+        requires "$NBDKIT" --version
+        requires nbdfuse --version ;;
+    fuse)
+        [ -x "$DISCARDFUSE" ] || fail "$DISCARDFUSE is missing: build first (make)" ;;
+    *)
+        fail "E2E_FRONTEND=$E2E_FRONTEND: expected nbdkit or fuse" ;;
+    esac
+}
+
+# e2e_start DIR SIZE [ENGINE KEYS...]: sets E2E_DEV and E2E_FS.
 e2e_start ()
 {
-    local dir=$1 size=$2 i
+    local dir=$1 size=$2
     shift 2
     E2E_DIR=$dir
     truncate -s "$size" "$dir/backing"
     mkdir -p "$dir/fuse" "$dir/fs"
+    case "$E2E_FRONTEND" in
+    nbdkit) e2e_start_nbdkit "$dir" "$@" ;;
+    fuse) e2e_start_discardfuse "$dir" "$@" ;;
+    esac
+
+    attach_loop "$dir/fuse/disk" || fail "losetup on $dir/fuse/disk failed"
+    E2E_DEV=$LOOP_DEV
+    mkfs.xfs -q "$E2E_DEV" || fail "mkfs.xfs failed"
+    E2E_FS=$dir/fs
+    mount -o discard "$E2E_DEV" "$E2E_FS" || fail "mount -o discard failed"
+    cleanup_fn umount_if_mounted "$dir/fs"
+}
+
+e2e_start_nbdkit ()
+{
+    local dir=$1
+    shift
     start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
         backend="$dir/backing" statsfile="$dir/stats.json" "$@"
 
     nbdfuse "$dir/fuse/disk" --unix "$dir/nbd.sock" &
     E2E_NBDFUSE_PID=$!
     cleanup_fn e2e_stop_nbdfuse
-    for (( i = 0; i < 300; i++ )); do
-        [ -e "$dir/fuse/disk" ] && break
-        kill -0 "$E2E_NBDFUSE_PID" 2>/dev/null || fail "nbdfuse exited at start"
-        sleep 0.1
-    done
-    [ -e "$dir/fuse/disk" ] || fail "nbdfuse did not show $dir/fuse/disk"
-
-    E2E_DEV=$(losetup --direct-io=on -f --show "$dir/fuse/disk") ||
-        fail "losetup on $dir/fuse/disk failed"
-    cleanup_fn e2e_detach_loop "$E2E_DEV"
-    mkfs.xfs -q "$E2E_DEV" || fail "mkfs.xfs failed"
-    E2E_FS=$dir/fs
-    mount -o discard "$E2E_DEV" "$E2E_FS" || fail "mount -o discard failed"
-    cleanup_fn e2e_umount
+    wait_started "$E2E_NBDFUSE_PID" nbdfuse 30 test -e "$dir/fuse/disk"
 }
 
-e2e_umount ()
+e2e_start_discardfuse ()
 {
-    mountpoint -q "$E2E_FS" && umount "$E2E_FS"
-    return 0
+    local dir=$1
+    shift
+    start_discardfuse "$dir/fuse" backend="$dir/backing" \
+        statsfile="$dir/stats.json" "$@"
+    E2E_DISCARDFUSE_PID=$DISCARDFUSE_PID
 }
 
-e2e_detach_loop ()
+# e2e_live_stats: a file with the statistics now, or nothing if the
+# front-end has none while it runs.
+e2e_live_stats ()
 {
-    local dev=$1 i
-    losetup -d "$dev" 2>/dev/null
-    # Detaching is asynchronous; FUSE cannot unmount while loop holds it.
-    for (( i = 0; i < 100; i++ )); do
-        [ -z "$(losetup -j "$E2E_DIR/fuse/disk" 2>/dev/null)" ] && return 0
-        sleep 0.1
-    done
+    [ "$E2E_FRONTEND" = fuse ] && echo "$E2E_DIR/fuse/stats"
 }
 
 e2e_stop_nbdfuse ()
@@ -66,14 +94,20 @@ e2e_stop_nbdfuse ()
     E2E_NBDFUSE_PID=
 }
 
-# e2e_teardown: everything down in order, nbdkit last (it forwards what
-# is pending and writes its statistics at exit).
+# e2e_teardown: everything down in order, the engine last (it forwards
+# what is pending and writes its statistics at exit).
 e2e_teardown ()
 {
-    e2e_umount
-    e2e_detach_loop "$E2E_DEV"
-    e2e_stop_nbdfuse
-    stop_pidfile "$E2E_DIR/nbdkit.pid" nbdkit
+    umount_if_mounted "$E2E_FS"
+    detach_loop "$E2E_DEV"
+    case "$E2E_FRONTEND" in
+    nbdkit)
+        e2e_stop_nbdfuse
+        stop_pidfile "$E2E_DIR/nbdkit.pid" nbdkit ;;
+    fuse)
+        stop_discardfuse "$E2E_DIR/fuse" "$E2E_DISCARDFUSE_PID" ||
+            fail "discardfuse exited with status $?" ;;
+    esac
 }
 
 # e2e_allocated FILE: bytes the file occupies on disk.

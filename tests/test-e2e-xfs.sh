@@ -1,23 +1,18 @@
 #!/usr/bin/env bash
 # discardcache end to end on a real filesystem: sparse file -> nbdkit
-# discardcache -> nbdfuse -> losetup -> mkfs.xfs -> mount -o discard ->
+# discardcache -> nbdfuse (or discardfuse, with E2E_FRONTEND=fuse: see
+# test-fuse-e2e-xfs.sh) -> losetup -> mkfs.xfs -> mount -o discard ->
 # file churn with checksums -> fstrim -> remount and verify -> teardown.
 # Then: every file intact, TRIMs cancelled by writes, forwarded discard
 # commands at most 25% of TRIMs received, nothing forgotten, and the
 # backing file's allocation down to about what the filesystem used.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/e2e-lib.sh"
-requires "$NBDKIT" --version
-requires_root
-requires_fuse
-requires_loop
-requires nbdfuse --version
-requires mkfs.xfs -V
-requires fstrim --version
+e2e_requires
 
 mktempdir
 dir=$TESTDIR
-e2e_start "$dir" 1G delay=2s idle=100ms
+e2e_start "$dir" 1G delay=5s idle=100ms
 
 /usr/bin/python3 "$abs_top_srcdir/tests/churn.py" run "$E2E_FS" "$dir/manifest" \
     --seed 42 --rounds 8 --files 60 --max-kib 2048 || fail "churn failed"
@@ -25,6 +20,13 @@ e2e_start "$dir" 1G delay=2s idle=100ms
     fail "checksums differ after churn"
 fstrim -v "$E2E_FS" || fail "fstrim failed"
 used=$(e2e_fs_used "$E2E_FS")
+live=$(e2e_live_stats)
+if [ -n "$live" ]; then
+    # The front-end's statistics while it runs: valid JSON, trims counted.
+    cp "$live" "$dir/live.json" || fail "cannot read $live"
+    python3 -m json.tool "$dir/live.json" >/dev/null || fail "$live is not JSON"
+    [ "$(json_get "$dir/live.json" trims)" -gt 0 ] || fail "$live counts no trims"
+fi
 
 # Remount: the data must come back from the backend, not the page cache.
 umount "$E2E_FS"
@@ -51,4 +53,4 @@ subgranule=$(json_get "$dir/stats.json" subgranule_bytes)
 # (the log and metadata the filesystem zeroed or wrote outside df's sum).
 [ "$alloc" -le $(( used + 32 * 1024 * 1024 )) ] ||
     fail "backing file holds $alloc bytes, the filesystem uses $used"
-echo "e2e xfs: ok"
+echo "e2e xfs through $E2E_FRONTEND: ok"
