@@ -1,6 +1,7 @@
 /* discardcache: the engine's one context struct, shared by the files
  * that implement it (engine.c: lifecycle and data path; forward.c:
- * sending discards and the in-flight list; flusher.c: the thread).
+ * sending discards and the in-flight list; flusher.c: the thread;
+ * state-file.c: the state file).
  */
 #ifndef DISCARDCACHE_ENGINE_INTERNAL_H
 #define DISCARDCACHE_ENGINE_INTERNAL_H
@@ -44,6 +45,7 @@ struct engine {
   uint64_t retry_at_ms;
   uint64_t next_slot_ns;            /* rate limit: earliest next discard */
   struct engine_stats stats;        /* counters only; the rest is derived */
+  bool state_saved;                 /* engine_stop wrote the state file */
 
   /* Idle detection, updated without the lock on every request. */
   atomic_uint active_requests;
@@ -86,7 +88,20 @@ extern bool engine_overlaps_inflight_locked (const struct engine *e,
 /* Give up every pending extent (the backend cannot discard): counted. */
 extern void engine_drop_all_locked (struct engine *e);
 
+/* Keep max-extents: forward (or drop, by policy) the oldest extents. */
+extern void engine_enforce_bound_locked (struct engine *e);
+
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);
+
+/* Load the state file (state=FILE) into the map, if it matches the
+ * backend, and consume it; a missing, refused or read-only one is not an
+ * error.  -1 only when a state file can be neither read nor set aside,
+ * as it could then be replayed after writes: the engine must not serve.
+ */
+extern int engine_state_load (struct engine *e);
+
+/* Write the pending extents to the state file atomically.  0 or -1. */
+extern int engine_state_save (struct engine *e);
 
 #endif /* DISCARDCACHE_ENGINE_INTERNAL_H */

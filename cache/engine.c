@@ -115,8 +115,13 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
     return NULL;
   }
   e->backend = b;
-  e->cfg = *cfg;
-  e->cfg.backend = strdup (cfg->backend ? cfg->backend : b->identity.name);
+  if (engine_config_copy (&e->cfg, cfg) == -1) {
+    backend_close (b);
+    free (e);
+    return NULL;
+  }
+  if (e->cfg.backend == NULL)
+    e->cfg.backend = strdup (b->identity.name);
   e->map = extmap_new ();
   if (e->cfg.backend == NULL || e->map == NULL) {
     dc_error ("engine: out of memory");
@@ -128,6 +133,9 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   e->epoch_ms = engine_now_ms ();
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
+  /* Before the first request: invariant 4. */
+  if (e->cfg.state && engine_state_load (e) == -1)
+    goto err_sync;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
             e->cfg.backend, b->ops->kind, b->size, e->granularity,
@@ -135,6 +143,10 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
             e->forwarding_disabled ? "unsupported" : "supported");
   return e;
 
+ err_sync:
+  pthread_cond_destroy (&e->wakeup);
+  pthread_cond_destroy (&e->inflight_done);
+  pthread_mutex_destroy (&e->lock);
  err:
   {
     int saved_errno = errno;
@@ -176,7 +188,11 @@ log_leftovers (struct engine *e)
   struct engine_stats st;
 
   engine_get_stats (e, &st);
-  if (st.pending_bytes > st.subgranule_bytes)
+  if (e->state_saved)
+    dc_debug ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) "
+              "were saved to %s", st.pending_extents, st.pending_bytes,
+              e->cfg.state);
+  else if (st.pending_bytes > st.subgranule_bytes)
     dc_error ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) were "
               "not forwarded", st.pending_extents, st.pending_bytes);
   else if (st.pending_extents)
@@ -200,6 +216,15 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
     e->thread_running = false;
   }
 
+  /* With a state file, what is pending waits for the next start; if it
+   * cannot be saved, it is forwarded as without one.
+   */
+  if (e->cfg.state && !e->state_saved && !e->backend->limits.read_only)
+    e->state_saved = engine_state_save (e) == 0;
+  if (e->state_saved) {
+    log_leftovers (e);
+    return;
+  }
   pthread_mutex_lock (&e->lock);
   while (!e->forwarding_disabled && engine_now_ms () < deadline &&
          engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
@@ -372,8 +397,8 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
  * Each turn removes one whole extent; its sub-granule head and tail
  * cannot be sent alone, so at the bound they are dropped and counted.
  */
-static void
-enforce_bound_locked (struct engine *e)
+void
+engine_enforce_bound_locked (struct engine *e)
 {
   struct extent x;
   uint64_t aoff, alen;
@@ -432,7 +457,7 @@ record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
   }
   e->stats.merges += before + 1 - extmap_count (e->map);
   e->map_generation++;
-  enforce_bound_locked (e);
+  engine_enforce_bound_locked (e);
   pthread_cond_signal (&e->wakeup);
 }
 
@@ -545,7 +570,7 @@ engine_set (struct engine *e, const char *key, const char *value)
 
   if (!engine_config_key_is_runtime (key)) {
     dc_error ("%s: cannot be changed while running: the runtime keys are "
-              "delay, minlen, idle and rate", key);
+              "%s", key, engine_config_runtime_keys);
     errno = EINVAL;
     return -1;
   }

@@ -66,8 +66,10 @@ extern struct engine *engine_open_backend (const struct engine_config *cfg,
 /* Start the flusher thread (nbdkit: in after_fork, never before). */
 extern int engine_start (struct engine *e);
 
-/* Stop the flusher, then forward what is pending (bounded by
- * timeout_ms); what is left is logged.  Safe to call twice.
+/* Stop the flusher, then save what is pending
+ * to the state file (state=FILE) or, without one or if saving fails,
+ * forward it (bounded by timeout_ms); what is left is logged.  Safe to
+ * call twice.
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 

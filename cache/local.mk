@@ -13,8 +13,12 @@ libengine_la_SOURCES = \
 	cache/forward.c \
 	cache/policy.c \
 	cache/policy.h \
+	cache/state.c \
+	cache/state.h \
+	cache/state-file.c \
 	cache/stats.c \
 	cache/stats.h \
 	common/parse.c \
 	common/parse.h
-libengine_la_LIBADD = libextmap.la libbackend.la
+libengine_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
+libengine_la_LIBADD = libextmap.la libbackend.la $(ZSTD_LIBS)
