@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "arith.h"
+#include "ctl.h"
 #include "engine-internal.h"
 #include "log.h"
 #include "policy.h"
@@ -95,6 +96,8 @@ init_sync (struct engine *e)
     err = pthread_cond_init (&e->inflight_done, &attr);
   if (err == 0)
     err = pthread_cond_init (&e->wakeup, &attr);
+  if (err == 0)
+    err = pthread_cond_init (&e->flushed, &attr);
   pthread_condattr_destroy (&attr);
   if (err) {
     errno = err;
@@ -144,6 +147,7 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   return e;
 
  err_sync:
+  pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
   pthread_mutex_destroy (&e->lock);
@@ -168,14 +172,25 @@ engine_open (const struct engine_config *cfg)
   return b ? engine_open_backend (cfg, b) : NULL;
 }
 
+/* The control socket first: at an explicit path, failing it fails the
+ * start before any thread runs.
+ */
 int
 engine_start (struct engine *e)
 {
-  int err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
+  int err;
 
+  if (!e->cfg.ctl_disabled) {
+    e->ctl = ctl_start (e, e->cfg.ctl);
+    if (e->ctl == NULL && e->cfg.ctl != NULL)
+      return -1;
+  }
+  err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;
     dc_error ("engine: cannot start the flusher thread: %m");
+    ctl_stop (e->ctl);
+    e->ctl = NULL;
     return -1;
   }
   e->thread_running = true;
@@ -207,9 +222,12 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
   uint64_t offset, length;
   uint32_t time;
 
+  ctl_stop (e->ctl);
+  e->ctl = NULL;
   pthread_mutex_lock (&e->lock);
   e->stopping = true;
   pthread_cond_broadcast (&e->wakeup);
+  pthread_cond_broadcast (&e->flushed);
   pthread_mutex_unlock (&e->lock);
   if (e->thread_running) {
     pthread_join (e->thread, NULL);
@@ -240,10 +258,11 @@ engine_close (struct engine *e)
 {
   if (e == NULL)
     return;
-  if (e->thread_running)
+  if (e->thread_running || e->ctl)
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);
+  pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
   pthread_mutex_destroy (&e->lock);
@@ -579,6 +598,35 @@ engine_set (struct engine *e, const char *key, const char *value)
   pthread_cond_broadcast (&e->wakeup);
   pthread_mutex_unlock (&e->lock);
   return r;
+}
+
+struct dump_batch {
+  struct extent *out;
+  size_t max;
+  size_t n;
+};
+
+static int
+dump_visit (const struct extent *x, void *opaque)
+{
+  struct dump_batch *d = opaque;
+
+  d->out[d->n++] = *x;
+  return d->n == d->max;
+}
+
+size_t
+engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
+                   size_t max, uint32_t *now_ticks)
+{
+  struct dump_batch d = { .out = out, .max = max };
+
+  pthread_mutex_lock (&e->lock);
+  *now_ticks = engine_ticks (e);
+  if (max > 0)
+    extmap_iterate (e->map, from, dump_visit, &d);
+  pthread_mutex_unlock (&e->lock);
+  return d.n;
 }
 
 static int
