@@ -11,6 +11,7 @@ set -u
 : "${abs_top_builddir:=$abs_top_srcdir}"
 : "${NBDKIT:=nbdkit}"
 PLUGIN="$abs_top_builddir/nbd-plugin/.libs/nbdkit-discardcache-plugin.so"
+DISCARDCTL="$abs_top_builddir/tools/discardctl"
 
 _cleanup_hooks=()
 _cleanup_status=0
@@ -146,4 +147,10 @@ wait_for_file ()
 json_get ()
 {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# fd_count PID: descriptors the process holds now.
+fd_count ()
+{
+    ls "/proc/$1/fd" | wc -l
 }
