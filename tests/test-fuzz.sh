@@ -2,7 +2,8 @@
 # discardcache: a short libFuzzer run of each fuzz target (the control
 # request parser, the state file loader) from its seed corpus, under
 # ASan and UBSan.  New inputs go to a scratch directory; a crash leaves
-# its input there and fails the test.  FUZZ_RUNS=N runs longer.
+# its input there and fails the test.  FUZZ_RUNS=N and FUZZ_SECONDS=S
+# (at most S seconds a target, 60 by default) run longer.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 
 fuzzers=(ctl-proto state)
@@ -20,7 +21,7 @@ mktempdir
 for f in "${fuzzers[@]}"; do
     mkdir "$TESTDIR/new-$f"
     timeout 300 "$abs_top_builddir/tests/fuzz/fuzz-$f" \
-        -runs="${FUZZ_RUNS:-20000}" -max_total_time=60 -max_len=8192 \
+        -runs="${FUZZ_RUNS:-20000}" -max_total_time="${FUZZ_SECONDS:-60}" -max_len=8192 \
         -artifact_prefix="$TESTDIR/" \
         "$TESTDIR/new-$f" "$abs_top_srcdir/tests/fuzz/corpus-$f" \
         >"$TESTDIR/$f.log" 2>&1 ||
