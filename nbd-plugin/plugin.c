@@ -16,6 +16,7 @@
 #include <nbdkit-plugin.h>
 
 #include "cleanup.h"
+#include "ctl-proto.h"
 #include "engine-config.h"
 #include "engine.h"
 #include "stats.h"
@@ -76,6 +77,8 @@ discardcache_config_complete (void)
   "readonly=BOOL delay=DURATION minlen=SIZE granularity=auto|SIZE\n" \
   "max-discard=auto|SIZE idle=DURATION rate=N max-extents=N\n" \
   "on-full=forward|drop flush-discards=BOOL passthrough=BOOL\n" \
+  "ctl=PATH|none    Control socket for discardctl (default: per pid).\n" \
+  "state=FILE       Keep pending discards across a clean restart.\n" \
   "statsfile=FILE   Write the statistics as JSON here at exit.\n" \
   "See nbdkit-discardcache-plugin(1)."
 
@@ -119,6 +122,9 @@ discardcache_dump_plugin (void)
 {
   printf ("discardcache_backends=file,blkdev,nbd\n");
   printf ("discardcache_statsfile=yes\n");
+  printf ("discardcache_ctl=yes\n");
+  printf ("discardcache_ctl_protocol=%d\n", CTL_PROTOCOL_VERSION);
+  printf ("discardcache_state=zstd\n");
 }
 
 static void *

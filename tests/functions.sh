@@ -12,6 +12,7 @@ set -u
 : "${NBDKIT:=nbdkit}"
 PLUGIN="$abs_top_builddir/nbd-plugin/.libs/nbdkit-discardcache-plugin.so"
 DISCARDFUSE="$abs_top_builddir/fuse/discardfuse"
+DISCARDCTL="$abs_top_builddir/tools/discardctl"
 
 _cleanup_hooks=()
 _cleanup_status=0
@@ -229,4 +230,10 @@ wait_for_file ()
 json_get ()
 {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# fd_count PID: descriptors the process holds now.
+fd_count ()
+{
+    ls "/proc/$1/fd" | wc -l
 }

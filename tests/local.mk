@@ -7,6 +7,9 @@ include tests/extmap.mk
 include tests/backend.mk
 include tests/engine.mk
 include tests/fuse.mk
+include tests/ctl.mk
+include tests/state.mk
+include tests/fuzz.mk
 
 # Tests of the plugin running under nbdkit.
 EXTRA_DIST += tests/e2e-lib.sh tests/churn.py
