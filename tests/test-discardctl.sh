@@ -55,6 +55,7 @@ out_has "cancelled by writes:   22% of trimmed bytes (16.0 KiB)"
 out_has "pending:               3 extents, 56.1 KiB (sub-granule 100 B)"
 expect 0 -s "$ctl" stats --json
 /usr/bin/python3 -m json.tool "$dir/out" >/dev/null || fail "stats --json is not JSON"
+[ "$(jq 'has("ok")' "$dir/out")" = false ] || fail "stats --json carries the protocol envelope"
 [ "$(jq .trims "$dir/out")" = 3 ] || fail "stats --json: trims"
 [ "$(jq .cancelled_by_writes "$dir/out")" = 16384 ] || fail "stats --json: cancelled_by_writes"
 expect 0 -s "$ctl" stats --format=prometheus

@@ -97,12 +97,27 @@ connect_and (const struct cmdline *cl, struct ctl_conn *conn)
   return r == EXIT_OK ? ctl_conn_open (conn) : r;
 }
 
+/* The server's reply is the statistics object with "ok":true put first;
+ * --json prints the object alone, byte for byte what a statsfile or
+ * discardfuse's stats file holds.
+ */
+static void
+print_stats_json (const char *raw)
+{
+  static const char envelope[] = "{\"ok\":true,";
+
+  if (strncmp (raw, envelope, sizeof envelope - 1) == 0)
+    printf ("{%s", raw + sizeof envelope - 1);
+  else
+    fputs (raw, stdout);
+}
+
 static void
 print_stats (const struct cmdline *cl, struct ctl_conn *conn,
              const struct jf_object *st)
 {
   if (cl->format == FORMAT_JSON)
-    fputs (conn->raw, stdout);
+    print_stats_json (conn->raw);
   else if (cl->format == FORMAT_PROMETHEUS)
     stats_print_prometheus (st, stdout);
   else
