@@ -365,15 +365,92 @@ cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
   pthread_mutex_unlock (&e->lock);
 }
 
+/* Ranges of a read that must come back as zeros. */
+struct zero_list {
+  uint64_t start, end;          /* the read */
+  size_t n, cap;
+  struct { uint64_t start, end; } *r;
+  bool nomem;
+};
+
+static void
+zero_list_add (struct zero_list *z, uint64_t start, uint64_t end)
+{
+  start = MAX (start, z->start);
+  end = MIN (end, z->end);
+  if (start >= end)
+    return;
+  if (z->n == z->cap) {
+    size_t cap = z->cap ? z->cap * 2 : 8;
+    void *p = realloc (z->r, cap * sizeof *z->r);
+
+    if (p == NULL) {
+      z->nomem = true;
+      return;
+    }
+    z->r = p;
+    z->cap = cap;
+  }
+  z->r[z->n].start = start;
+  z->r[z->n].end = end;
+  z->n++;
+}
+
+static int
+collect_pending (const struct extent *x, void *opaque)
+{
+  struct zero_list *z = opaque;
+
+  if (x->offset >= z->end)
+    return 1;
+  zero_list_add (z, x->offset, x->offset + x->length);
+  return 0;
+}
+
+/* A trim that is pending or in flight reads as zeros.  Over loop, a
+ * write-zeroes that may unmap reaches the server as the same hole punch
+ * as a discard (nbdfuse and discardfuse cannot tell them apart), and the
+ * kernel then expects zeros at once: old data there would expose stale
+ * blocks (ext4 zeroes unwritten extents this way).  Zeros are also what
+ * a file backend reads after the discard, so the content does not change
+ * when the discard is forwarded.  The ranges are taken before the read,
+ * so one a write cancels meanwhile (a write concurrent with this read)
+ * may read either way, as NBD allows.
+ */
+static int
+collect_zero_ranges (struct engine *e, struct zero_list *z)
+{
+  pthread_mutex_lock (&e->lock);
+  if (extmap_count (e->map) > 0)
+    extmap_iterate (e->map, z->start, collect_pending, z);
+  for (const struct inflight *f = e->inflight; f != NULL; f = f->next)
+    zero_list_add (z, f->offset, f->offset + f->length);
+  pthread_mutex_unlock (&e->lock);
+  if (z->nomem) {
+    dc_error ("read: out of memory collecting pending discards");
+    errno = ENOMEM;
+    return -1;
+  }
+  return 0;
+}
+
 int
 engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
 {
+  struct zero_list z = { .start = offset, .end = offset + count };
   int r;
 
   if (check_range (e, offset, count, false) == -1)
     return -1;
   request_begin (e);
-  r = e->backend->ops->pread (e->backend, buf, count, offset);
+  r = collect_zero_ranges (e, &z);
+  if (r == 0)
+    r = e->backend->ops->pread (e->backend, buf, count, offset);
+  if (r == 0)
+    for (size_t i = 0; i < z.n; i++)
+      memset ((char *) buf + (z.r[i].start - offset), 0,
+              z.r[i].end - z.r[i].start);
+  free (z.r);
   request_end (e);
   return r;
 }
