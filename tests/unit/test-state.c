@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "mem-backend.h"
+#include "scratch.h"
 #include "state.h"
 
 #define KiB 1024
@@ -44,9 +45,7 @@ struct saved {
 static int
 setup (void **state)
 {
-  snprintf (dir, sizeof dir, "%s/dc-state-XXXXXX",
-            getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  assert_non_null (mkdtemp (dir));
+  scratch_make (dir, sizeof dir, "dc-state");
   snprintf (path, sizeof path, "%s/state", dir);
   snprintf (rejected, sizeof rejected, "%s.rejected", path);
   return 0;
@@ -55,9 +54,7 @@ setup (void **state)
 static int
 teardown (void **state)
 {
-  unlink (path);
-  unlink (rejected);
-  rmdir (dir);
+  scratch_remove (dir);
   return 0;
 }
 
