@@ -185,6 +185,8 @@ engine_start (struct engine *e)
     if (e->ctl == NULL && e->cfg.ctl != NULL)
       return -1;
   }
+  else
+    dc_debug ("ctl=none: no control socket");
   err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;
