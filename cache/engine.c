@@ -260,7 +260,10 @@ engine_close (struct engine *e)
 {
   if (e == NULL)
     return;
-  if (e->thread_running || e->ctl)
+  /* Not stopped yet (a front-end failed between open and start, say):
+   * stop now, so that a state file is still written.
+   */
+  if (e->thread_running || e->ctl || (e->cfg.state && !e->state_saved))
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);

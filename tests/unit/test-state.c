@@ -182,6 +182,25 @@ test_roundtrip (void **state)
   free (after.x);
 }
 
+/* A front-end that fails between open and start only closes: what was
+ * pending (loaded, say) is still saved, not lost.
+ */
+static void
+test_close_without_stop_saves (void **state)
+{
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  trim_pattern (e);
+  engine_close (e);
+  assert_true (exists (path));
+  e = open_engine (NULL, DISK, "mem", NULL);
+  assert_non_null (e);
+  assert_int_equal (count (e), 52);
+  engine_stop (e, 1000);
+  engine_close (e);
+}
+
 static void
 test_missing_is_normal (void **state)
 {
@@ -501,6 +520,7 @@ main (void)
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
     T (test_roundtrip),
+    T (test_close_without_stop_saves),
     T (test_missing_is_normal),
     T (test_nothing_pending_writes_nothing),
     T (test_corrupt_refused),
