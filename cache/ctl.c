@@ -198,10 +198,15 @@ static void
 refuse (int fd, const char *msg)
 {
   char buf[512];
-  int n = snprintf (buf, sizeof buf, "{\"ok\":false,\"error\":\"%s\"}\n", msg);
+  FILE *fp = fmemopen (buf, sizeof buf, "w");
+  long n = -1;
 
-  if (n > 0 && (size_t) n < sizeof buf &&
-      send (fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == -1)
+  if (fp) {
+    ctl_json_error (fp, msg);
+    n = ferror (fp) ? -1 : ftell (fp);
+    fclose (fp);
+  }
+  if (n <= 0 || send (fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) == -1)
     dc_debug ("ctl: could not tell a refused client why: %m");
   close (fd);
 }

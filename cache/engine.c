@@ -185,6 +185,8 @@ engine_start (struct engine *e)
     if (e->ctl == NULL && e->cfg.ctl != NULL)
       return -1;
   }
+  else
+    dc_debug ("ctl=none: no control socket");
   err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;
@@ -258,7 +260,10 @@ engine_close (struct engine *e)
 {
   if (e == NULL)
     return;
-  if (e->thread_running || e->ctl)
+  /* Not stopped yet (a front-end failed between open and start, say):
+   * stop now, so that a state file is still written.
+   */
+  if (e->thread_running || e->ctl || (e->cfg.state && !e->state_saved))
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);

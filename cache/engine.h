@@ -78,7 +78,10 @@ extern int engine_start (struct engine *e);
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 
-/* Close the backend and free everything (NULL allowed). */
+/* Close the backend and free everything (NULL allowed).  Stops the
+ * engine first if engine_stop has not run (with a state file, that
+ * saves what is pending).
+ */
 extern void engine_close (struct engine *e);
 
 extern uint64_t engine_size (const struct engine *e);

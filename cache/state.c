@@ -37,39 +37,28 @@ enum {
 #define WINDOW_LOG_MAX 24
 #define VARINT_MAX 10
 
+/* Little-endian integers of n bytes, whatever the host's order. */
 static void
-put32 (unsigned char *p, uint32_t v)
+put_le (unsigned char *p, uint64_t v, int n)
 {
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < n; i++)
     p[i] = v >> (8 * i);
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  for (int i = 0; i < 8; i++)
-    p[i] = v >> (8 * i);
-}
-
-static uint32_t
-get32 (const unsigned char *p)
-{
-  uint32_t v = 0;
-
-  for (int i = 3; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
 }
 
 static uint64_t
-get64 (const unsigned char *p)
+get_le (const unsigned char *p, int n)
 {
   uint64_t v = 0;
 
-  for (int i = 7; i >= 0; i--)
+  for (int i = n - 1; i >= 0; i--)
     v = v << 8 | p[i];
   return v;
 }
+
+#define put32(p, v) put_le ((p), (v), 4)
+#define put64(p, v) put_le ((p), (v), 8)
+#define get32(p) ((uint32_t) get_le ((p), 4))
+#define get64(p) get_le ((p), 8)
 
 /* CRC-32C (Castagnoli), reflected, table-driven; the table is built on
  * the stack per call (256 entries), which costs nothing beside a file.

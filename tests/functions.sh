@@ -232,6 +232,13 @@ json_get ()
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
+# wait_for_ctl SOCKET: the plugin creates its control socket in
+# after_fork, just after nbdkit writes its pidfile: wait for it.
+wait_for_ctl ()
+{
+    wait_for_file "$1" 30 || fail "no control socket at $1"
+}
+
 # fd_count PID: descriptors the process holds now.
 fd_count ()
 {

@@ -3,7 +3,8 @@
 # nbdkit (script).
 check_PROGRAMS += tests/unit/test-state
 TESTS += tests/unit/test-state
-tests_unit_test_state_SOURCES = tests/unit/test-state.c
+tests_unit_test_state_SOURCES = tests/unit/test-state.c \
+	tests/unit/scratch.c tests/unit/scratch.h
 tests_unit_test_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_state_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_state_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)

@@ -19,6 +19,7 @@ cp "$DISCARDCTL" "$dir/discardctl"
 truncate -s 16M "$dir/disk"
 start_nbdkit -P "$dir/pid" -U "$dir/nbd.sock" "$PLUGIN" backend="$dir/disk" \
     ctl="$dir/ctl.sock" 2>"$dir/log"
+wait_for_ctl "$dir/ctl.sock"
 as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 
 "$dir/discardctl" -s "$dir/ctl.sock" stats >/dev/null || fail "root was refused"

@@ -16,7 +16,8 @@ truncate -s 64M "$dir/disk"
 start_nbdkit -P "$dir/pid" -U "$dir/nbd.sock" "$PLUGIN" backend="$dir/disk" \
     delay=1h ctl="$dir/ctl.sock" 2>"$dir/log"
 pid=$(cat "$dir/pid")
-[ -S "$dir/ctl.sock" ] || fail "no control socket at $dir/ctl.sock"
+wait_for_ctl "$dir/ctl.sock"
+[ -S "$dir/ctl.sock" ] || fail "$dir/ctl.sock is not a socket"
 [ "$(stat -c %a "$dir/ctl.sock")" = 600 ] || fail "control socket mode is not 0600"
 
 timeout 600 /usr/bin/python3 - "$dir" "$pid" <<'PY' || fail "control protocol"
@@ -219,6 +220,7 @@ start_nbdkit -P "$dir/dev.pid" -U "$dir/dev.sock" --filter=delay memory 64M \
     delay-trim=300ms
 start_nbdkit -P "$dir/pid2" -U "$dir/nbd2.sock" "$PLUGIN" \
     backend="nbd+unix:///?socket=$dir/dev.sock" delay=1h ctl="$dir/ctl2.sock"
+wait_for_ctl "$dir/ctl2.sock"
 timeout 300 /usr/bin/python3 - "$dir" <<'PY' || fail "stop during a flush"
 import json, os, signal, socket, sys, time, nbd
 d = sys.argv[1]

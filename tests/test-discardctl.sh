@@ -16,6 +16,7 @@ ctl=$dir/ctl.sock
 truncate -s 64M "$dir/disk"
 start_nbdkit -P "$dir/pid" -U "$dir/nbd.sock" "$PLUGIN" backend="$dir/disk" \
     delay=1h ctl="$ctl"
+wait_for_ctl "$ctl"
 
 # expect CODE CMD...: run discardctl (at most 2 minutes), keep its
 # output in $dir/out.
@@ -145,6 +146,7 @@ start_nbdkit -P "$dir/dev.pid" -U "$dir/dev.sock" --filter=delay memory 64M \
     delay-trim=250ms
 start_nbdkit -P "$dir/slow.pid" -U "$dir/slow.sock" "$PLUGIN" \
     backend="nbd+unix:///?socket=$dir/dev.sock" delay=1h ctl="$dir/slow-ctl.sock"
+wait_for_ctl "$dir/slow-ctl.sock"
 slow_trims ()
 {
     /usr/bin/python3 -c '
@@ -173,7 +175,7 @@ mkdir "$xdg"
 XDG_RUNTIME_DIR=$xdg start_nbdkit -v -P "$dir/a.pid" -U "$dir/a.sock" "$PLUGIN" \
     backend="$dir/disk" 2>"$dir/a.log"
 a=$(cat "$dir/a.pid")
-[ -S "$xdg/discardcache/$a.sock" ] || fail "no default socket $xdg/discardcache/$a.sock"
+wait_for_ctl "$xdg/discardcache/$a.sock"
 [ "$(stat -c %a "$xdg/discardcache")" = 700 ] || fail "default directory is not 0700"
 grep -q "ctl: control socket $xdg/discardcache/$a.sock" "$dir/a.log" ||
     fail "nbdkit -v does not show the socket's path"
@@ -182,14 +184,20 @@ grep -q "ctl: control socket $xdg/discardcache/$a.sock" "$dir/a.log" ||
     "$xdg/discardcache/2147483646.sock"
 XDG_RUNTIME_DIR=$xdg expect 0 stats --json
 [ "$(jq .trims "$dir/out")" = 0 ] || fail "the default socket reached another server"
-# ctl=none: no socket.
-XDG_RUNTIME_DIR=$xdg start_nbdkit -P "$dir/n.pid" -U "$dir/n.sock" "$PLUGIN" \
-    backend="$dir/disk" readonly=true ctl=none
+# ctl=none: no socket (checked once the engine has started).
+XDG_RUNTIME_DIR=$xdg start_nbdkit -v -P "$dir/n.pid" -U "$dir/n.sock" "$PLUGIN" \
+    backend="$dir/disk" readonly=true ctl=none 2>"$dir/n.log"
+for (( i = 0; i < 300; i++ )); do
+    grep -q "ctl=none: no control socket" "$dir/n.log" && break
+    sleep 0.1
+done
+grep -q "ctl=none: no control socket" "$dir/n.log" || fail "the ctl=none server did not start"
 [ "$(ls "$xdg/discardcache" | wc -l)" -eq 2 ] || fail "ctl=none created a socket"
 # Two servers: a list, exit 2; DISCARDCACHE_CTL picks one.
 XDG_RUNTIME_DIR=$xdg start_nbdkit -P "$dir/b.pid" -U "$dir/b.sock" "$PLUGIN" \
     backend="$dir/disk" readonly=true
 b=$(cat "$dir/b.pid")
+wait_for_ctl "$xdg/discardcache/$b.sock"
 XDG_RUNTIME_DIR=$xdg expect 2 stats
 out_has "2 discardcache servers are running"
 out_has "$xdg/discardcache/$a.sock"

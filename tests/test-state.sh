@@ -26,6 +26,7 @@ start_dc ()
     start_nbdkit -P "$dir/$name.pid" -U "$dir/$name.sock" "$PLUGIN" \
         backend="$disk" state="$state" ctl="$dir/$name.ctl" \
         statsfile="$dir/$name.json" "$@" 2>"$dir/$name.log"
+    wait_for_ctl "$dir/$name.ctl"
 }
 
 stop_dc ()
@@ -33,10 +34,12 @@ stop_dc ()
     stop_pidfile "$dir/$1.pid" nbdkit
 }
 
-# pending NAME: offset and length of every pending extent.
+# pending NAME: offset and length of every pending extent, into
+# $dir/NAME.pending (a file, so that a failure here fails the test).
 pending ()
 {
-    "$DISCARDCTL" -s "$dir/$1.ctl" dump | cut -d' ' -f1,2
+    "$DISCARDCTL" -s "$dir/$1.ctl" dump >"$dir/$1.dump" || fail "discardctl dump failed"
+    cut -d' ' -f1,2 "$dir/$1.dump" >"$dir/$1.pending"
 }
 
 # fill: a fresh 64 MiB disk of data (no holes) and no state file.
@@ -95,7 +98,8 @@ refused ()
         { cat "$dir/$name.log"; fail "$name: no refusal saying '$reason'"; }
     [ ! -e "$state" ] || fail "$name: the refused file was left in place"
     [ -e "$state.rejected" ] || fail "$name: the refused file was not set aside"
-    [ -z "$(pending "$name")" ] || fail "$name: extents of a refused file were applied"
+    pending "$name"
+    [ ! -s "$dir/$name.pending" ] || fail "$name: extents of a refused file were applied"
     sleep 0.5
     stop_dc "$name"
     [ ! -e "$state" ] || fail "$name: a state file appeared with nothing pending"
@@ -119,8 +123,8 @@ alloc0=$(allocated)
 start_dc a
 [ ! -e "$state" ] || fail "a state file before any stop"
 trims a
-pending a >"$dir/before"
-[ "$(wc -l <"$dir/before")" -eq 41 ] || { cat "$dir/before"; fail "expected 41 pending extents"; }
+pending a
+[ "$(wc -l <"$dir/a.pending")" -eq 41 ] || { cat "$dir/a.pending"; fail "expected 41 pending extents"; }
 stop_dc a
 [ -s "$state" ] || fail "no state file after a clean stop"
 [ "$(stat -c %a "$state")" = 600 ] || fail "state file mode is not 0600"
@@ -129,8 +133,8 @@ stop_dc a
 echo "state file: $(stat -c %s "$state") bytes for 41 extents"
 start_dc b
 [ ! -e "$state" ] || fail "the state file was not consumed at start"
-pending b >"$dir/after"
-diff "$dir/before" "$dir/after" || fail "the pending set changed across a restart"
+pending b
+diff "$dir/a.pending" "$dir/b.pending" || fail "the pending set changed across a restart"
 "$DISCARDCTL" -s "$dir/b.ctl" dump | awk '$3 > 5000 { exit 1 }' ||
     fail "loaded extents kept their old age"
 stop_dc b
@@ -153,7 +157,8 @@ kill -KILL "$(cat "$dir/k.pid")"
 wait "$(cat "$dir/k.pid")" 2>/dev/null
 [ ! -e "$state" ] || fail "a state file exists after kill -9"
 start_dc k2 delay=0 idle=0
-[ -z "$(pending k2)" ] || fail "extents replayed after kill -9"
+pending k2
+[ ! -s "$dir/k2.pending" ] || fail "extents replayed after kill -9"
 stop_dc k2
 intact || fail "data discarded after kill -9 and restart"
 

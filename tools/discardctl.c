@@ -281,7 +281,7 @@ cmd_set (const struct cmdline *cl, struct ctl_conn *conn)
 
   snprintf (request, sizeof request, "set %s", cl->assignment);
   r = simple_request (conn, request, &o);
-  if (r == EXIT_OK)
+  if (r == EXIT_OK && jf_str (&o, "set") && jf_str (&o, "value"))
     printf ("%s=%s\n", jf_str (&o, "set"), jf_str (&o, "value"));
   return r;
 }

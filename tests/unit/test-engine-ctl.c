@@ -23,6 +23,7 @@
 
 #include "engine.h"
 #include "mem-backend.h"
+#include "scratch.h"
 
 #define KiB 1024
 #define MiB (1024 * 1024)
@@ -34,9 +35,7 @@ static char sock[100];
 static int
 setup (void **state)
 {
-  snprintf (dir, sizeof dir, "%s/dc-ctl-XXXXXX",
-            getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  assert_non_null (mkdtemp (dir));
+  scratch_make (dir, sizeof dir, "dc-ctl");
   snprintf (sock, sizeof sock, "%s/ctl.sock", dir);
   return 0;
 }
@@ -44,10 +43,7 @@ setup (void **state)
 static int
 teardown (void **state)
 {
-  char cmd[128];
-
-  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal (system (cmd), 0);
+  scratch_remove (dir);
   return 0;
 }
 

@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "mem-backend.h"
+#include "scratch.h"
 #include "state.h"
 
 #define KiB 1024
@@ -44,9 +45,7 @@ struct saved {
 static int
 setup (void **state)
 {
-  snprintf (dir, sizeof dir, "%s/dc-state-XXXXXX",
-            getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  assert_non_null (mkdtemp (dir));
+  scratch_make (dir, sizeof dir, "dc-state");
   snprintf (path, sizeof path, "%s/state", dir);
   snprintf (rejected, sizeof rejected, "%s.rejected", path);
   return 0;
@@ -55,9 +54,7 @@ setup (void **state)
 static int
 teardown (void **state)
 {
-  unlink (path);
-  unlink (rejected);
-  rmdir (dir);
+  scratch_remove (dir);
   return 0;
 }
 
@@ -183,6 +180,25 @@ test_roundtrip (void **state)
   engine_close (e);
   free (before.x);
   free (after.x);
+}
+
+/* A front-end that fails between open and start only closes: what was
+ * pending (loaded, say) is still saved, not lost.
+ */
+static void
+test_close_without_stop_saves (void **state)
+{
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  trim_pattern (e);
+  engine_close (e);
+  assert_true (exists (path));
+  e = open_engine (NULL, DISK, "mem", NULL);
+  assert_non_null (e);
+  assert_int_equal (count (e), 52);
+  engine_stop (e, 1000);
+  engine_close (e);
 }
 
 static void
@@ -504,6 +520,7 @@ main (void)
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
     T (test_roundtrip),
+    T (test_close_without_stop_saves),
     T (test_missing_is_normal),
     T (test_nothing_pending_writes_nothing),
     T (test_corrupt_refused),
