@@ -2,11 +2,11 @@
  *
  * Nodes.  Every node is one 512-byte slot.  A leaf holds up to 25
  * extents as three parallel arrays (offset[], length[], time[]): 20
- * bytes an extent, and a binary search over offset[] touches only that
- * array.  An inner node holds up to 18 children, and for each the first
- * offset under it (the search key), the longest extent under it and the
- * oldest time under it; the last two make "largest" and "oldest" a
- * single descent, and bound the search of extmap_largest_before.
+ * bytes an extent, and a search touches only the offset[] lines.  An
+ * inner node holds up to 18 children, and for each the first offset
+ * under it (the search key), the longest extent under it and the oldest
+ * time under it; the last two make "largest" and "oldest" a single
+ * descent, and bound the search of extmap_largest_before.
  *
  * Both kinds are "columns of elements" (a leaf element is an extent, an
  * inner element is a child entry), so moving, splitting and merging are
@@ -24,13 +24,14 @@
  * stay 100% full.  No first-element offset as in OpenZFS's btree: with
  * 25 elements a memmove is a few cache lines at most.
  *
- * Memory.  Nodes come from a pool of 64 KiB slabs mapped with mmap, so
- * releasing one returns it to the kernel at once (malloc would keep
- * freed memory in its arenas and RSS would not fall).  New nodes come
- * from the lowest-numbered slab with room, which packs live nodes low
- * and lets high slabs drain; empty slabs are unmapped at the end of
- * each operation, keeping one spare so a map hovering at a slab
- * boundary does not map and unmap on every call.
+ * Memory.  Nodes come from a pool of slabs mapped with mmap (64 KiB,
+ * and 2 MiB huge-page slabs once the map is big), so releasing one
+ * returns it to the kernel at once, where malloc would keep freed memory
+ * in its arenas and RSS would not fall.  New nodes come from the
+ * lowest-numbered slab with room, which packs live nodes low and lets
+ * high slabs drain; empty slabs are unmapped at the end of each
+ * operation, keeping the lowest one spare so that a map hovering at a
+ * slab boundary does not map and unmap on every call.
  *
  * Failure.  The only allocations are nodes, one per level at most when
  * an insert splits its way to the root, and each modifying operation
@@ -69,11 +70,15 @@
 #ifdef EXTMAP_SMALL_NODES
 #define LEAF_CAP 5
 #define INNER_CAP 4
-#define SLAB_NODES 8
+#define SMALL_SLAB_NODES 8
+#define BIG_SLAB_NODES 64
+#define SMALL_SLABS 4
 #else
 #define LEAF_CAP 25
 #define INNER_CAP 18
-#define SLAB_NODES 128
+#define SMALL_SLAB_NODES 128    /* 64 KiB */
+#define BIG_SLAB_NODES 4096     /* 2 MiB, one transparent huge page */
+#define SMALL_SLABS 32          /* then big slabs, past 2 MiB of nodes */
 #endif
 
 /* More levels than any map that fits in memory can have: even the
@@ -155,14 +160,20 @@ struct elem {
   uint64_t v[MAX_COLS];
 };
 
-/* Node pool: slabs of SLAB_NODES nodes, each with its own free list so
- * that a slab whose nodes are all free can be unmapped.
+/* Node pool: slabs, each with its own free list so that a slab whose
+ * nodes are all free can be unmapped.  A small map gets 64 KiB slabs;
+ * past SMALL_SLABS of them, new slabs are 2 MiB, aligned and marked for
+ * transparent huge pages: a big map's leaves are spread over hundreds
+ * of megabytes, and with 4 KiB pages nearly every leaf visited missed
+ * the TLB too (a dependent load over 256 MiB took 270 ns here, 175 ns
+ * on huge pages).
  */
-#define SLAB_BYTES round_up (SLAB_NODES * sizeof (union node), 4096)
+#define HUGE_PAGE (UINT64_C (2) << 20)
 #define NO_SLOT UINT16_MAX
 
 struct slab {
   union node *nodes;            /* NULL: this table entry is unused */
+  uint16_t nnodes;              /* SMALL_SLAB_NODES or BIG_SLAB_NODES */
   uint16_t used;                /* nodes handed out */
   uint16_t bump;                /* slots from here on were never used */
   uint16_t free_head;           /* first freed slot, or NO_SLOT */
@@ -174,6 +185,7 @@ struct pool {
   size_t nslabs;                /* table entries in use, mapped or not */
   size_t cap;                   /* table entries allocated, multiple of 64 */
   size_t mapped;                /* slabs mapped */
+  size_t bytes;                 /* bytes mapped */
   size_t free_nodes;            /* free slots in mapped slabs */
   size_t empty;                 /* mapped slabs with no node in use */
   size_t hint;                  /* no avail bit is set below this word */
@@ -344,10 +356,44 @@ avail_set (struct pool *pool, size_t i, bool on)
     pool->avail[i / 64] &= ~(UINT64_C (1) << (i % 64));
 }
 
+static size_t
+slab_bytes (unsigned nnodes)
+{
+  return round_up (nnodes * sizeof (union node), 4096);
+}
+
+/* Map a slab; a huge-page sized one at a huge-page boundary (mapping
+ * more and trimming), with the hint to back it by a huge page.
+ */
+static void *
+map_slab (size_t bytes)
+{
+  size_t align = bytes % HUGE_PAGE == 0 ? HUGE_PAGE : 0;
+  char *p, *q;
+
+  p = mmap (NULL, bytes + align, PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  if (align == 0)
+    return p;
+  q = (char *) round_up ((uintptr_t) p, align);
+  if (q > p)
+    munmap (p, q - p);
+  if (q < p + align)
+    munmap (q + bytes, p + align - q);
+#ifdef MADV_HUGEPAGE
+  madvise (q, bytes, MADV_HUGEPAGE);    /* only a hint: may fail */
+#endif
+  return q;
+}
+
 /* Map one more slab, reusing a table entry freed by pool_trim. */
 static int
 pool_add_slab (struct pool *pool)
 {
+  unsigned nnodes = pool->mapped < SMALL_SLABS ?
+    SMALL_SLAB_NODES : BIG_SLAB_NODES;
   size_t i;
   void *mem;
 
@@ -361,18 +407,20 @@ pool_add_slab (struct pool *pool)
     i = pool->nslabs;
   }
 
-  mem = mmap (NULL, SLAB_BYTES, PROT_READ | PROT_WRITE,
-              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
+  mem = map_slab (slab_bytes (nnodes));
+  if (mem == NULL) {
     errno = ENOMEM;
     return -1;
   }
-  pool->slabs[i] = (struct slab) { .nodes = mem, .free_head = NO_SLOT };
+  pool->slabs[i] = (struct slab) {
+    .nodes = mem, .nnodes = nnodes, .free_head = NO_SLOT
+  };
   if (i == pool->nslabs)
     pool->nslabs++;
   pool->mapped++;
+  pool->bytes += slab_bytes (nnodes);
   pool->empty++;
-  pool->free_nodes += SLAB_NODES;
+  pool->free_nodes += nnodes;
   avail_set (pool, i, true);
   return 0;
 }
@@ -415,7 +463,7 @@ node_alloc (struct pool *pool)
     slot = s->bump++;
   if (s->used++ == 0)
     pool->empty--;
-  if (s->used == SLAB_NODES)
+  if (s->used == s->nnodes)
     avail_set (pool, i, false);
   pool->free_nodes--;
 
@@ -432,7 +480,7 @@ node_free (struct pool *pool, union node *n)
 
   n->h.next_free = s->free_head;
   s->free_head = n - s->nodes;
-  if (s->used-- == SLAB_NODES)
+  if (s->used-- == s->nnodes)
     avail_set (pool, i, true);
   if (s->used == 0)
     pool->empty++;
@@ -442,12 +490,15 @@ node_free (struct pool *pool, union node *n)
 static void
 pool_unmap (struct pool *pool, size_t i)
 {
-  munmap (pool->slabs[i].nodes, SLAB_BYTES);
-  pool->slabs[i].nodes = NULL;
+  struct slab *s = &pool->slabs[i];
+
+  munmap (s->nodes, slab_bytes (s->nnodes));
+  s->nodes = NULL;
   avail_set (pool, i, false);
   pool->mapped--;
+  pool->bytes -= slab_bytes (s->nnodes);
   pool->empty--;
-  pool->free_nodes -= SLAB_NODES;
+  pool->free_nodes -= s->nnodes;
 }
 
 /* Give empty slabs back to the kernel, all but the lowest one. */
@@ -493,7 +544,7 @@ pool_release (struct pool *pool)
 {
   for (size_t i = 0; i < pool->nslabs; i++) {
     if (pool->slabs[i].nodes != NULL)
-      munmap (pool->slabs[i].nodes, SLAB_BYTES);
+      munmap (pool->slabs[i].nodes, slab_bytes (pool->slabs[i].nnodes));
   }
   free (pool->slabs);
   free (pool->avail);
@@ -502,23 +553,30 @@ pool_release (struct pool *pool)
 
 /* ---- searching ---- */
 
-/* How many of the n sorted values are below x: a branch-free binary
- * search, since the branch would be mispredicted half the time.
+/* How many of the n sorted values are below x.  A linear count, not a
+ * binary search: in a big map the node is not in cache, and the linear
+ * loads are independent, so their misses overlap, where each step of a
+ * binary search waits for the one before (queries at 2 million extents
+ * took 12% less time here).  No branch to mispredict either.
  */
 static inline unsigned
 count_below (const uint64_t *a, unsigned n, uint64_t x)
 {
-  const uint64_t *base = a;
+  unsigned c = 0;
 
-  if (n == 0)
-    return 0;
-  while (n > 1) {
-    unsigned half = n / 2;
+  for (unsigned i = 0; i < n; i++)
+    c += a[i] < x;
+  return c;
+}
 
-    base = base[half] < x ? base + half : base;
-    n -= half;
-  }
-  return (base - a) + (*base < x);
+/* Start fetching all of a node as soon as it is known: searching it and
+ * updating it will touch most of its lines.
+ */
+static inline void
+prefetch_node (const union node *n)
+{
+  for (size_t off = 0; off < sizeof *n; off += 64)
+    __builtin_prefetch ((const char *) n + off);
 }
 
 /* Walk from the root to the leaf where an extent starting at x belongs:
@@ -537,6 +595,7 @@ descend (const struct extmap *map, uint64_t x, struct path *p)
     p->node[l] = n;
     p->idx[l] = i;
     n = n->inner.child[i];
+    prefetch_node (n);
   }
   p->node[0] = n;
   p->idx[0] = count_below (n->leaf.offset, n->h.n, x);
@@ -639,7 +698,7 @@ refresh (struct extmap *map, struct path *p, unsigned l)
   }
 }
 
-/* The root at level l is full: put a new root with it as only child
+/* The root is full: put a new root with it as its only child
  * above it, so the caller can split it like any other node.
  */
 static void
@@ -914,6 +973,17 @@ struct run {
   uint32_t maxtime;             /* newest time among them */
 };
 
+/* Add extents j..k-1 of leaf n to *run. */
+static void
+run_add (struct run *run, const union node *n, unsigned j, unsigned k)
+{
+  for (; j < k; j++) {
+    run->bytes += n->leaf.length[j];
+    run->maxend = MAX (run->maxend, n->leaf.offset[j] + n->leaf.length[j]);
+    run->maxtime = MAX (run->maxtime, n->leaf.time[j]);
+  }
+}
+
 /* Delete every extent starting in [lo, hi], a leaf's worth at a time,
  * and describe them in *run (the caller accounts for their bytes).
  */
@@ -932,15 +1002,11 @@ delete_run (struct extmap *map, uint64_t lo, uint64_t hi, struct run *run)
       return;
     n = p.node[0];
     j = p.idx[0];
-    for (k = j; k < n->h.n && n->leaf.offset[k] <= hi; k++) {
-      uint64_t end = n->leaf.offset[k] + n->leaf.length[k];
-
-      run->bytes += n->leaf.length[k];
-      run->maxend = MAX (run->maxend, end);
-      run->maxtime = MAX (run->maxtime, n->leaf.time[k]);
-    }
+    for (k = j; k < n->h.n && n->leaf.offset[k] <= hi; k++)
+      ;
     if (k == j)
       return;
+    run_add (run, n, j, k);
     more = k == n->h.n;         /* the run may go on in the next leaf */
     map->count -= k - j;
     node_cut (&leaf_layout, n, j, k - j);
@@ -959,6 +1025,20 @@ check_range (uint64_t offset, uint64_t length, uint64_t *end)
     return -1;
   }
   return 0;
+}
+
+/* Nodes an insert or a split may need: one per level and a new root.
+ * Only those two allocate, so only they can fail with ENOMEM: merging
+ * and removing without a split always succeed.
+ */
+static int
+reserve (struct extmap *map)
+{
+  if (map->height + 2 > MAX_HEIGHT) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return pool_reserve (&map->pool, map->height + 2);
 }
 
 /* Store [s, e) at time t in the extent at p and refresh its ancestors. */
@@ -983,33 +1063,50 @@ static void
 merge (struct extmap *map, struct path *p, uint64_t s, uint64_t e,
        uint32_t t)
 {
-  const union node *n;
-  struct run run = { 0 };
-  uint64_t a0, next;
+  struct run run = { 0 };       /* the extents folded into the first */
+  bool cut_here = false;
+  uint64_t a0, next, after;
+  union node *n;
   unsigned j;
 
   settle (map, p);
-  a0 = p->node[0]->leaf.offset[p->idx[0]];
-  if (start_at (map, p, p->idx[0] + 1, &next) && next <= e) {
-    delete_run (map, a0 + 1, e, &run);
-    map->bytes -= run.bytes;
-    descend (map, a0 + 1, p);   /* find the first extent again */
-    p->idx[0]--;
-  }
   n = p->node[0];
   j = p->idx[0];
+  a0 = n->leaf.offset[j];
+  if (start_at (map, p, j + 1, &next) && next <= e) {
+    /* Filling the hole between two extents of one leaf is the common
+     * case: take the second out here, without searching again.
+     */
+    cut_here = j + 1 < n->h.n &&
+      (!start_at (map, p, j + 2, &after) || after > e);
+    if (cut_here) {
+      run_add (&run, n, j + 1, j + 2);
+      map->count--;
+      node_cut (&leaf_layout, n, j + 1, 1);
+    }
+    else {
+      delete_run (map, a0 + 1, e, &run);
+      descend (map, a0 + 1, p); /* find the first extent again */
+      p->idx[0]--;
+      n = p->node[0];
+      j = p->idx[0];
+    }
+    map->bytes -= run.bytes;
+  }
   e = MAX (MAX (e, run.maxend), n->leaf.offset[j] + n->leaf.length[j]);
   t = MAX (MAX (t, run.maxtime), n->leaf.time[j]);
   set_extent (map, p, MIN (s, a0), e, t);
+  if (cut_here)
+    underflow (map, p, 0);
 }
 
-/* Remove [s, e) from the map, returning the bytes removed. */
-static uint64_t
-cut (struct extmap *map, uint64_t s, uint64_t e)
+/* Remove [s, e) from the map, adding the bytes removed to *gone. */
+static int
+cut (struct extmap *map, uint64_t s, uint64_t e, uint64_t *gone)
 {
   struct path p;
   struct run run = { 0 };
-  uint64_t a0, a_end, gone = 0;
+  uint64_t a0, a_end, next;
   union node *n;
   unsigned j;
 
@@ -1027,15 +1124,36 @@ cut (struct extmap *map, uint64_t s, uint64_t e)
     /* Inside one extent: keep its head here, its tail after it. */
     struct elem tail = { { e, a_end - e, n->leaf.time[j], 0 } };
 
+    if (reserve (map) == -1)
+      return -1;
     n->leaf.length[j] = s - a0;
     map->bytes -= e - s;
     map->count++;
     node_insert (map, &p, 0, j + 1, &tail);
-    return e - s;
+    *gone = e - s;
+    return 0;
+  }
+
+  /* The common case, a range meeting one extent, without searching the
+   * tree again.
+   */
+  if (!start_at (map, &p, j + 1, &next) || next >= e) {
+    if (a0 < s)
+      set_extent (map, &p, a0, s, n->leaf.time[j]);
+    else if (a_end > e)
+      set_extent (map, &p, e, a_end, n->leaf.time[j]);
+    else {
+      map->count--;
+      map->bytes -= a_end - a0;
+      node_cut (&leaf_layout, n, j, 1);
+      underflow (map, &p, 0);
+    }
+    *gone = MIN (a_end, e) - MAX (a0, s);
+    return 0;
   }
 
   if (a0 < s) {                 /* keep the head of the first extent */
-    gone += a_end - s;
+    *gone += a_end - s;
     set_extent (map, &p, a0, s, n->leaf.time[j]);
   }
   seek (map, e, false, &p);     /* and the tail of the last */
@@ -1044,13 +1162,14 @@ cut (struct extmap *map, uint64_t s, uint64_t e)
     j = p.idx[0];
     a0 = n->leaf.offset[j];
     if (a0 < e) {
-      gone += e - a0;
+      *gone += e - a0;
       set_extent (map, &p, e, a0 + n->leaf.length[j], n->leaf.time[j]);
     }
   }
   delete_run (map, s, e - 1, &run);   /* what is left lies inside */
   map->bytes -= run.bytes;
-  return gone + run.bytes;
+  *gone += run.bytes;
+  return 0;
 }
 
 /* ---- public functions ---- */
@@ -1080,41 +1199,38 @@ extmap_clear (struct extmap *map)
   map->bytes = 0;
 }
 
-/* Nodes an insert or a split may need: one per level and a new root. */
-static int
-reserve (struct extmap *map)
-{
-  if (map->height + 2 > MAX_HEIGHT) {
-    errno = ENOMEM;
-    return -1;
-  }
-  return pool_reserve (&map->pool, map->height + 2);
-}
-
 int
 extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
                uint32_t time)
 {
+  struct elem e = { { offset, length, time, 0 } };
   struct path p;
   uint64_t end, next;
 
-  if (check_range (offset, length, &end) == -1 || reserve (map) == -1)
+  if (check_range (offset, length, &end) == -1)
     return -1;
 
+  if (map->root != NULL) {
+    seek (map, offset, true, &p);
+    if (start_at (map, &p, p.idx[0], &next) && next <= end) {
+      merge (map, &p, offset, end, time);
+      pool_trim (&map->pool);
+      return 0;
+    }
+  }
+
+  /* A new extent, at p (or in a new root leaf). */
+  if (reserve (map) == -1)
+    return -1;
   if (map->root == NULL) {
     map->root = node_alloc (&map->pool);
     map->height = 1;
+    p.node[0] = map->root;
+    p.idx[0] = 0;
   }
-  seek (map, offset, true, &p);
-  if (start_at (map, &p, p.idx[0], &next) && next <= end)
-    merge (map, &p, offset, end, time);
-  else {
-    struct elem e = { { offset, length, time, 0 } };
-
-    map->count++;
-    map->bytes += length;
-    node_insert (map, &p, 0, p.idx[0], &e);
-  }
+  map->count++;
+  map->bytes += length;
+  node_insert (map, &p, 0, p.idx[0], &e);
   pool_trim (&map->pool);
   return 0;
 }
@@ -1128,10 +1244,11 @@ extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
   if (check_range (offset, length, &end) == -1)
     return -1;
   if (map->root != NULL) {
-    if (reserve (map) == -1)
-      return -1;
-    gone = cut (map, offset, end);
+    int r = cut (map, offset, end, &gone);
+
     pool_trim (&map->pool);
+    if (r == -1)
+      return -1;
   }
   if (removed)
     *removed = gone;
@@ -1243,21 +1360,42 @@ extmap_oldest (const struct extmap *map, struct extent *out)
 struct best {
   uint32_t cutoff;
   uint64_t length;              /* 0 until one is found */
+  uint64_t offset;
   const union node *leaf;
   unsigned j;
 };
 
-/* Branch and bound in address order: a subtree is entered only if it
- * holds something old enough and something longer than the best so
- * far; strictly longer, so that ties keep the lowest offset.
+/* Could child i of inner node n hold something that beats the best so
+ * far: old enough, and longer, or as long and at a lower offset?
+ */
+static inline bool
+promising (const union node *n, unsigned i, const struct best *b)
+{
+  return n->inner.mintime[i] <= b->cutoff &&
+    (n->inner.maxlen[i] > b->length ||
+     (n->inner.maxlen[i] == b->length && n->inner.key[i] < b->offset));
+}
+
+/* Branch and bound.  In each inner node the child with the longest
+ * extent among those holding something old enough goes first, so that
+ * a long candidate is found early and bounds the rest; the others follow
+ * in address order.
  */
 static void
 best_before (const union node *n, unsigned l, struct best *b)
 {
+  unsigned first = n->h.n;
+  uint64_t top = 0;
+
   if (l == 0) {
     for (unsigned j = 0; j < n->h.n; j++) {
-      if (n->leaf.time[j] <= b->cutoff && n->leaf.length[j] > b->length) {
-        b->length = n->leaf.length[j];
+      uint64_t len = n->leaf.length[j];
+
+      if (n->leaf.time[j] <= b->cutoff &&
+          (len > b->length ||
+           (len == b->length && n->leaf.offset[j] < b->offset))) {
+        b->length = len;
+        b->offset = n->leaf.offset[j];
         b->leaf = n;
         b->j = j;
       }
@@ -1265,7 +1403,17 @@ best_before (const union node *n, unsigned l, struct best *b)
     return;
   }
   for (unsigned i = 0; i < n->h.n; i++) {
-    if (n->inner.mintime[i] <= b->cutoff && n->inner.maxlen[i] > b->length)
+    if (n->inner.mintime[i] <= b->cutoff && n->inner.maxlen[i] > top) {
+      top = n->inner.maxlen[i];
+      first = i;
+    }
+  }
+  if (first == n->h.n)
+    return;
+  if (promising (n, first, b))
+    best_before (n->inner.child[first], l - 1, b);
+  for (unsigned i = 0; i < n->h.n; i++) {
+    if (i != first && promising (n, i, b))
       best_before (n->inner.child[i], l - 1, b);
   }
 }
@@ -1302,7 +1450,7 @@ extmap_memory (const struct extmap *map)
 {
   const struct pool *pool = &map->pool;
 
-  return sizeof *map + pool->mapped * SLAB_BYTES +
+  return sizeof *map + pool->bytes +
     pool->cap * sizeof *pool->slabs + pool->cap / 8;
 }
 
@@ -1397,7 +1545,7 @@ extmap_check (const struct extmap *map)
 {
   const struct pool *pool = &map->pool;
   struct check c = { .first = true };
-  size_t used = 0, mapped = 0, empty = 0;
+  size_t used = 0, mapped = 0, empty = 0, nodes = 0;
   const char *err;
 
   if ((map->root == NULL) != (map->height == 0))
@@ -1416,11 +1564,12 @@ extmap_check (const struct extmap *map)
     if (pool->slabs[i].nodes == NULL)
       continue;
     mapped++;
+    nodes += pool->slabs[i].nnodes;
     used += pool->slabs[i].used;
     empty += pool->slabs[i].used == 0;
   }
   if (mapped != pool->mapped || empty != pool->empty ||
-      mapped * SLAB_NODES - used != pool->free_nodes)
+      nodes - used != pool->free_nodes)
     return "pool counters are wrong";
   if (used != c.nodes)
     return "nodes leaked";

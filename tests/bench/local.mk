@@ -1,9 +1,11 @@
 # The extent map benchmark: built and run by `make bench` only (the
-# bench target in Makefile.am), never by `make check`.
-# (EXTRA_PROGRAMS is set here with "=": automake refuses "+=" on a
-# variable not yet set, and Makefile.am does not declare it.)
+# bench target in Makefile.am), never by `make check`.  It is an
+# EXTRA_PROGRAMS entry so that automake writes its link rule, set with
+# "=" because automake refuses "+=" on a variable not set before; and
+# automake does not clean EXTRA_PROGRAMS, hence CLEANFILES.
 EXTRA_PROGRAMS = tests/bench/bench-extmap
-bench_programs += tests/bench/bench-extmap
+bench_programs += tests/bench/bench-extmap$(EXEEXT)
+CLEANFILES += tests/bench/bench-extmap$(EXEEXT)
 tests_bench_bench_extmap_SOURCES = tests/bench/bench-extmap.c
 tests_bench_bench_extmap_LDADD = libextmap.la
 EXTRA_DIST += tests/bench/run-extmap docs/benchmarks.md
