@@ -86,6 +86,11 @@ extern bool engine_overlaps_inflight_locked (const struct engine *e,
 /* Give up every pending extent (the backend cannot discard): counted. */
 extern void engine_drop_all_locked (struct engine *e);
 
+/* Wait on e->wakeup for at most ms (capped at a second), lock held:
+ * anything that changes what the flusher should do signals it.
+ */
+extern void engine_sleep_locked (struct engine *e, uint64_t ms);
+
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);
 

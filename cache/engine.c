@@ -184,12 +184,32 @@ log_leftovers (struct engine *e)
               " bytes) stay unsent", st.pending_extents, st.pending_bytes);
 }
 
+/* Forward everything pending before the deadline.  A discard that
+ * fails with a transient error went back into the map; wait out the
+ * backoff and send it again, as the flusher would have, rather than
+ * give up on everything at the first error (invariant 2).
+ */
+static void
+forward_all_locked (struct engine *e, uint64_t deadline)
+{
+  uint64_t now, offset, length;
+  uint32_t time;
+
+  while (!e->forwarding_disabled && (now = engine_now_ms ()) < deadline) {
+    if (now < e->retry_at_ms) {
+      engine_sleep_locked (e, MIN (e->retry_at_ms, deadline) - now);
+      continue;
+    }
+    if (!engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
+      break;
+    engine_forward_locked (e, offset, length, time, false, true);
+  }
+}
+
 void
 engine_stop (struct engine *e, uint64_t timeout_ms)
 {
   uint64_t deadline = engine_now_ms () + timeout_ms;
-  uint64_t offset, length;
-  uint32_t time;
 
   pthread_mutex_lock (&e->lock);
   e->stopping = true;
@@ -201,11 +221,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
   }
 
   pthread_mutex_lock (&e->lock);
-  while (!e->forwarding_disabled && engine_now_ms () < deadline &&
-         engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    if (engine_forward_locked (e, offset, length, time, false, true) == -1)
-      break;
-  }
+  forward_all_locked (e, deadline);
   pthread_mutex_unlock (&e->lock);
   log_leftovers (e);
 }

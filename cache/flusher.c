@@ -19,8 +19,8 @@
 /* While requests are in progress, look again this often. */
 #define BUSY_POLL_MS 20
 
-static void
-sleep_locked (struct engine *e, uint64_t ms)
+void
+engine_sleep_locked (struct engine *e, uint64_t ms)
 {
   struct timespec ts;
   uint64_t ns;
@@ -81,11 +81,11 @@ wait_for_eligible (struct engine *e, uint32_t cutoff)
   uint64_t generation = e->map_generation;
 
   if (extmap_oldest (e->map, &oldest) && oldest.time > cutoff) {
-    sleep_locked (e, oldest.time - cutoff);
+    engine_sleep_locked (e, oldest.time - cutoff);
     return;
   }
   while (!e->stopping && generation == e->map_generation && !e->paused)
-    sleep_locked (e, MAX_SLEEP_MS);
+    engine_sleep_locked (e, MAX_SLEEP_MS);
 }
 
 /* One turn of the loop: wait for whatever holds forwarding back, or
@@ -99,20 +99,20 @@ flusher_turn (struct engine *e)
   uint32_t ticks, cutoff, time;
 
   if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0) {
-    sleep_locked (e, MAX_SLEEP_MS);
+    engine_sleep_locked (e, MAX_SLEEP_MS);
     return;
   }
   if (now < e->retry_at_ms) {
-    sleep_locked (e, e->retry_at_ms - now);
+    engine_sleep_locked (e, e->retry_at_ms - now);
     return;
   }
   if ((wait = ms_until_idle (e, now)) > 0 || (wait = ms_until_slot (e)) > 0) {
-    sleep_locked (e, wait);
+    engine_sleep_locked (e, wait);
     return;
   }
   ticks = engine_ticks (e);
   if (ticks < e->cfg.delay_ms) {
-    sleep_locked (e, e->cfg.delay_ms - ticks);
+    engine_sleep_locked (e, e->cfg.delay_ms - ticks);
     return;
   }
   cutoff = ticks - (uint32_t) e->cfg.delay_ms;

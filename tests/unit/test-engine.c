@@ -390,6 +390,24 @@ test_flusher_retries_after_error (void **state)
   assert_int_equal (stats ().pending_bytes, 0);
 }
 
+/* At stop, a discard that fails now and then is sent again after the
+ * backoff, until the deadline, rather than left behind at the first
+ * error.
+ */
+static void
+test_stop_retries_after_error (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  assert_int_equal (engine_trim (fx.e, 1 * MiB, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 3;
+  engine_stop (fx.e, 10000);
+  assert_int_equal (stats ().forward_errors, 3);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
+}
+
 static void
 test_unsupported_turns_off (void **state)
 {
@@ -488,6 +506,7 @@ main (void)
     T (test_passthrough),
     T (test_transient_error_keeps_pending),
     T (test_flusher_retries_after_error),
+    T (test_stop_retries_after_error),
     T (test_unsupported_turns_off),
     T (test_pause_holds_back),
     T (test_runtime_set),
