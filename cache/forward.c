@@ -88,7 +88,10 @@ keep_pending_locked (struct engine *e, uint64_t offset, uint64_t length,
   }
 }
 
-/* At the memory bound a failed range cannot go back: counted as dropped. */
+/* A failed range that cannot go back (at the memory bound) or that
+ * would only fail again (EINVAL: the store refuses the request as such,
+ * retrying cannot help) is counted as dropped.
+ */
 static void
 drop_after_error_locked (struct engine *e, uint64_t length, int err)
 {
@@ -155,7 +158,7 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
       e->stats.dropped_bytes += length - sent;
       e->stats.dropped_unsupported_bytes += length - sent;
     }
-    else if (keep_on_error)
+    else if (keep_on_error && err != EINVAL)
       keep_pending_locked (e, offset + sent, length - sent, time, err);
     else
       drop_after_error_locked (e, length - sent, err);

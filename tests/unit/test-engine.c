@@ -408,6 +408,24 @@ test_stop_retries_after_error (void **state)
   assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
 }
 
+/* EINVAL: the store refuses the request as such; retrying cannot help,
+ * so the range is dropped and counted, not kept.
+ */
+static void
+test_einval_drops (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EINVAL;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().forward_errors, 1);
+  assert_int_equal (stats ().last_error, EINVAL);
+  assert_int_equal (stats ().dropped_error_bytes, 64 * KiB);
+  assert_true (stats ().discard_supported);
+}
+
 static void
 test_unsupported_turns_off (void **state)
 {
@@ -507,6 +525,7 @@ main (void)
     T (test_transient_error_keeps_pending),
     T (test_flusher_retries_after_error),
     T (test_stop_retries_after_error),
+    T (test_einval_drops),
     T (test_unsupported_turns_off),
     T (test_pause_holds_back),
     T (test_runtime_set),
