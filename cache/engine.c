@@ -515,16 +515,21 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   return r;
 }
 
+/* With flush-discards, pending discards go out first.  A discard that
+ * fails stays pending, is retried and counted (invariant 5), but it
+ * does not fail the flush: FLUSH promises durable writes, a discard is
+ * a hint, and a client that sees its flush fail (a file system) takes
+ * its data for lost and shuts down.
+ */
 int
 engine_flush (struct engine *e)
 {
-  int r = 0;
+  int r;
 
   request_begin (e);
   if (e->cfg.flush_discards)
-    r = engine_drain (e, NULL, NULL);
-  if (r == 0)
-    r = e->backend->ops->flush (e->backend);
+    engine_drain (e, NULL, NULL);
+  r = e->backend->ops->flush (e->backend);
   request_end (e);
   return r;
 }

@@ -426,6 +426,25 @@ test_einval_drops (void **state)
   assert_true (stats ().discard_supported);
 }
 
+/* flush-discards: a failing discard stays pending but does not fail the
+ * client's FLUSH (its writes are durable all the same).
+ */
+static void
+test_flush_discards_error_not_fatal (void **state)
+{
+  static const char *const keys[] = { "flush-discards", "true", NULL };
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_flush (fx.e), 0);
+  assert_int_equal (stats ().forward_errors, 1);
+  assert_int_equal (stats ().pending_bytes, 64 * KiB);
+  assert_int_equal (engine_flush (fx.e), 0);
+  assert_int_equal (stats ().pending_bytes, 0);
+}
+
 static void
 test_unsupported_turns_off (void **state)
 {
@@ -526,6 +545,7 @@ main (void)
     T (test_flusher_retries_after_error),
     T (test_stop_retries_after_error),
     T (test_einval_drops),
+    T (test_flush_discards_error_not_fatal),
     T (test_unsupported_turns_off),
     T (test_pause_holds_back),
     T (test_runtime_set),
