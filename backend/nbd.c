@@ -107,6 +107,21 @@ last_error (void)
   return msg ? msg : "unknown error";
 }
 
+/* Whether a failed trim means the server cannot trim.  nbdkit sends a
+ * plugin's ENOTSUP as NBD_EINVAL for every command but a fast zero (its
+ * nbd_errno() in server/protocol.c), so a server that advertises trim
+ * and cannot do it answers EINVAL; our trims are aligned and in range
+ * (nbdb_discard), so EINVAL is that answer and not a bad request.
+ */
+static bool
+trim_unsupported (struct nbd_backend *h, int err)
+{
+  if (err == EINVAL)
+    dc_debug ("backend %s: trim: the server answered EINVAL: taken as "
+              "not supported", h->b.identity.name);
+  return err == EINVAL || backend_is_enotsup (err);
+}
+
 /* One request on one connection.  An unsupported trim returns
  * EOPNOTSUPP silently; other errors are reported.
  */
@@ -127,7 +142,7 @@ issue (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
   }
   if (r == -1) {
     errno = last_errno ();
-    if (cmd == CMD_TRIM && backend_is_enotsup (errno))
+    if (cmd == CMD_TRIM && trim_unsupported (h, errno))
       errno = EOPNOTSUPP;
     else
       dc_error ("backend %s: %s: %s", h->b.identity.name,
