@@ -46,7 +46,7 @@ verify_fast_dir ()
 # and the verifier's result line in $TESTDIR/NAME.result.
 verify_run ()
 {
-    local name=$1 backend=$2 keys=$3 dir=$TESTDIR
+    local name=$1 backend=$2 keys=$3 dir=$TESTDIR start=$SECONDS
     shift 3
     local -a pkeys
     read -r -a pkeys <<< "$keys"
@@ -74,7 +74,8 @@ verify_run ()
     grep '^verify-result:' "$dir/$name.out" > "$dir/$name.result"
     VERIFY_OPS_TOTAL=$(( VERIFY_OPS_TOTAL + $(verify_result "$name" ops) ))
     echo "$name: ok, $(verify_result "$name" ops) operations, after restart" \
-         "$(verify_result_of "$dir/$name.check.out" checked) blocks checked"
+         "$(verify_result_of "$dir/$name.check.out" checked) blocks checked" \
+         "($(( SECONDS - start )) s)"
 }
 
 verify_failed ()

@@ -19,6 +19,7 @@ VERIFY_TESTS = \
 	tests/test-verify-bound.sh \
 	tests/test-verify-granularity.sh \
 	tests/test-verify-slow-discard.sh \
-	tests/test-verify-passthrough.sh
+	tests/test-verify-passthrough.sh \
+	tests/test-faults.sh
 TESTS += $(VERIFY_TESTS)
 EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh
