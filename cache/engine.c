@@ -73,8 +73,13 @@ resolve_limits (struct engine *e)
       max_discard = e->cfg.max_discard;
   }
   if (max_discard < e->granularity) {
-    dc_error ("max-discard=%" PRIu64 ": must be at least the granularity, "
-              "%" PRIu64 " bytes", max_discard, e->granularity);
+    /* Name the key the user set: either may be the backend's value. */
+    if (e->cfg.max_discard)
+      dc_error ("max-discard=%" PRIu64 ": must be at least the granularity, "
+                "%" PRIu64 " bytes", max_discard, e->granularity);
+    else
+      dc_error ("granularity=%" PRIu64 ": larger than the backend's largest "
+                "discard, %" PRIu64 " bytes", e->granularity, max_discard);
     errno = EINVAL;
     return -1;
   }
