@@ -50,10 +50,22 @@ wrong_type (const char *path, mode_t mode)
   return NULL;
 }
 
+/* Whether serving it read-only would help: the path can be read. */
+static bool
+readable (const char *path)
+{
+  int saved_errno = errno;
+  bool r = faccessat (AT_FDCWD, path, R_OK, AT_EACCESS) == 0;
+
+  errno = saved_errno;
+  return r;
+}
+
 static struct backend *
 open_failed (const char *path, bool read_only)
 {
-  if (!read_only && (errno == EACCES || errno == EROFS || errno == EPERM))
+  if (!read_only && (errno == EACCES || errno == EROFS || errno == EPERM) &&
+      readable (path))
     dc_error ("backend=%s: cannot open for writing: %m "
               "(serve it read-only: readonly, -r)", path);
   else if (errno == EBUSY)

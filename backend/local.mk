@@ -10,6 +10,8 @@ libbackend_la_SOURCES = \
 	backend/fd.c \
 	backend/file.c \
 	backend/blkdev.c \
-	backend/nbd.c
+	backend/nbd.c \
+	backend/nbd-conn.c \
+	backend/nbd-internal.h
 libbackend_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 libbackend_la_LIBADD = $(LIBNBD_LIBS)

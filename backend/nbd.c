@@ -12,6 +12,10 @@
  * cover the others, so there is a single connection and calls queue on
  * it.  This is simpler than driving the aio API from a dispatcher
  * thread, and the pool size bounds the requests in flight.
+ *
+ * Connections are made, checked and remade in nbd-conn.c: a request
+ * that finds its connection lost (the server exited) reconnects and is
+ * sent again; while the server is away requests fail with EIO.
  */
 #include <config.h>
 
@@ -19,6 +23,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <libnbd.h>
 
@@ -26,9 +31,7 @@
 #include "cleanup.h"
 #include "internal.h"
 #include "log.h"
-
-/* Connections in the pool when the server has multi-conn. */
-#define NBDB_POOL_MAX 4
+#include "nbd-internal.h"
 
 /* pread/pwrite are cut to this (or the server's maximum block size if
  * smaller): libnbd refuses requests over 64 MiB, and so do most servers.
@@ -46,18 +49,6 @@
  * kernel's NBD client.
  */
 #define NBDB_DEFAULT_GRANULARITY 4096
-
-struct nbd_backend {
-  struct backend b;             /* first */
-  pthread_mutex_t lock;         /* protects busy[] */
-  pthread_cond_t freed;         /* signalled when a connection is freed */
-  unsigned nr;                  /* connections in nbd[] */
-  bool busy[NBDB_POOL_MAX];
-  struct nbd_handle *nbd[NBDB_POOL_MAX];
-  /* What the server can do (b.limits may say less, e.g. read-only). */
-  bool can_trim, can_zero, can_fua, can_flush;
-  uint32_t max_request;         /* pread/pwrite chunk */
-};
 
 enum nbdb_cmd { CMD_PREAD, CMD_PWRITE, CMD_ZERO, CMD_TRIM, CMD_FLUSH };
 static const char *const cmd_names[] = {
@@ -107,34 +98,85 @@ last_error (void)
   return msg ? msg : "unknown error";
 }
 
+/* Whether a failed trim means the server cannot trim.  nbdkit sends a
+ * plugin's ENOTSUP as NBD_EINVAL for every command but a fast zero (its
+ * nbd_errno() in server/protocol.c), so a server that advertises trim
+ * and cannot do it answers EINVAL; our trims are aligned and in range
+ * (nbdb_discard), so EINVAL is that answer and not a bad request.
+ */
+static bool
+trim_unsupported (struct nbd_backend *h, int err)
+{
+  if (err == EINVAL)
+    dc_debug ("backend %s: trim: the server answered EINVAL: taken as "
+              "not supported", h->b.identity.name);
+  return err == EINVAL || backend_is_enotsup (err);
+}
+
+static int
+run_cmd (struct nbd_handle *nbd, enum nbdb_cmd cmd, void *buf,
+         uint64_t count, uint64_t offset, uint32_t flags)
+{
+  switch (cmd) {
+  case CMD_PREAD: return nbd_pread (nbd, buf, count, offset, flags);
+  case CMD_PWRITE: return nbd_pwrite (nbd, buf, count, offset, flags);
+  case CMD_ZERO: return nbd_zero (nbd, count, offset, flags);
+  case CMD_TRIM: return nbd_trim (nbd, count, offset, flags);
+  case CMD_FLUSH: return nbd_flush (nbd, flags);
+  }
+  abort ();
+}
+
+/* Send on slot i, reconnecting first if its connection was lost, and
+ * once more on a new connection if it is lost during the request.
+ * Returns 0; 1 (errno EIO, reported) if no connection could be had; or
+ * -1 with libnbd's error for this thread, the server's answer.
+ */
+static int
+send_on (struct nbd_backend *h, unsigned i, enum nbdb_cmd cmd, void *buf,
+         uint64_t count, uint64_t offset, uint32_t flags)
+{
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (nbdc_ensure (h, i) == -1)
+      return 1;
+    if (run_cmd (h->nbd[i], cmd, buf, count, offset, flags) == 0)
+      return 0;
+    if (!nbdc_lost (h->nbd[i]))
+      return -1;
+    nbdc_note_lost (h, i);
+  }
+  errno = EIO;
+  return 1;
+}
+
 /* One request on one connection.  An unsupported trim returns
- * EOPNOTSUPP silently; other errors are reported.
+ * EOPNOTSUPP silently; other errors are reported.  A lost server is
+ * EIO to the caller, whatever libnbd said (a client of ours would turn
+ * ENOTCONN or libnbd's EINVAL for a dead handle into EINVAL).
  */
 static int
 issue (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
        uint64_t count, uint64_t offset, uint32_t flags)
 {
   unsigned i = take_connection (h);
-  struct nbd_handle *nbd = h->nbd[i];
-  int r = -1;
+  int r = send_on (h, i, cmd, buf, count, offset, flags);
 
-  switch (cmd) {
-  case CMD_PREAD: r = nbd_pread (nbd, buf, count, offset, flags); break;
-  case CMD_PWRITE: r = nbd_pwrite (nbd, buf, count, offset, flags); break;
-  case CMD_ZERO: r = nbd_zero (nbd, count, offset, flags); break;
-  case CMD_TRIM: r = nbd_trim (nbd, count, offset, flags); break;
-  case CMD_FLUSH: r = nbd_flush (nbd, flags); break;
-  }
   if (r == -1) {
     errno = last_errno ();
-    if (cmd == CMD_TRIM && backend_is_enotsup (errno))
+    if (cmd == CMD_TRIM && trim_unsupported (h, errno))
       errno = EOPNOTSUPP;
     else
       dc_error ("backend %s: %s: %s", h->b.identity.name,
                 cmd_names[cmd], last_error ());
   }
+  else if (r == 1)
+    dc_debug ("backend %s: %s: no connection to the server",
+              h->b.identity.name, cmd_names[cmd]);
+  else if ((cmd == CMD_PWRITE || cmd == CMD_ZERO) &&
+           !(flags & LIBNBD_CMD_FLAG_FUA))
+    nbdc_write_done (h);
   give_back (h, i);
-  return r == -1 ? -1 : 0;
+  return r == 0 ? 0 : -1;
 }
 
 /* A request cut into chunks of at most max bytes (buf, when not NULL,
@@ -157,13 +199,20 @@ issue_chunked (struct nbd_backend *h, enum nbdb_cmd cmd, char *buf,
   return 0;
 }
 
+/* A server without flush offers no durability to ask for.  A flush
+ * after a lost connection fails if acknowledged writes may have been
+ * lost with it (nbd-conn.c).
+ */
 static int
 nbdb_flush (struct backend *b)
 {
   struct nbd_backend *h = (struct nbd_backend *) b;
+  uint64_t token[2];
 
-  /* A server without flush offers no durability to ask for. */
-  return h->can_flush ? issue (h, CMD_FLUSH, NULL, 0, 0, 0) : 0;
+  nbdc_flush_start (h, token);
+  if (h->can_flush && issue (h, CMD_FLUSH, NULL, 0, 0, 0) == -1)
+    return -1;
+  return nbdc_flush_done (h, token);
 }
 
 /* FUA: the server's own when it has it, else a flush afterwards. */
@@ -254,6 +303,7 @@ nbdb_close (struct backend *b)
   }
   pthread_cond_destroy (&h->freed);
   pthread_mutex_destroy (&h->lock);
+  free (h->uri);
   free (h);
 }
 
@@ -267,27 +317,6 @@ static const struct backend_ops nbdb_ops = {
   .extents = NULL,
   .close = nbdb_close,
 };
-
-/* A new connection to uri, or NULL with errno set.  The failure of the
- * first connection is an error; later ones only shrink the pool.
- */
-static struct nbd_handle *
-connect_one (const char *uri, bool first)
-{
-  struct nbd_handle *nbd = nbd_create ();
-  int err;
-
-  if (nbd != NULL && nbd_connect_uri (nbd, uri) == 0)
-    return nbd;
-  err = last_errno ();
-  if (first)
-    dc_error ("backend=%s: %s", uri, last_error ());
-  else
-    dc_debug ("backend %s: extra connection: %s", uri, last_error ());
-  nbd_close (nbd);
-  errno = err;
-  return NULL;
-}
 
 /* An advertised block size constraint, or 0. */
 static uint32_t
@@ -354,7 +383,7 @@ static void
 fill_pool (struct nbd_backend *h, const char *uri)
 {
   while (h->nr < NBDB_POOL_MAX) {
-    struct nbd_handle *nbd = connect_one (uri, false);
+    struct nbd_handle *nbd = nbdc_connect (uri, false);
 
     if (nbd == NULL)
       return;
@@ -375,7 +404,12 @@ backend_nbd_open (const char *uri, bool read_only)
   pthread_cond_init (&h->freed, NULL);
   h->b.ops = &nbdb_ops;
   backend_set_identity (&h->b, "nbd", 0, 0, uri);
-  h->nbd[0] = connect_one (uri, true);
+  h->uri = strdup (uri);
+  if (h->uri == NULL) {
+    dc_error ("backend=%s: %m", uri);
+    goto err;
+  }
+  h->nbd[0] = nbdc_connect (uri, true);
   if (h->nbd[0] == NULL)
     goto err;
   h->nr = 1;

@@ -134,7 +134,7 @@ set_max_extents (const char *key, const char *value, uint64_t *out)
 {
   uint64_t n;
 
-  if (parse_size (key, value, &n) == -1)
+  if (parse_scaled_count (key, value, &n) == -1)
     return -1;
   if (n == 0) {
     dc_error ("%s=%s: invalid value: expected a count of at least 1 (suffixes k, M: 1M = 1048576)",

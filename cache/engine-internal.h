@@ -98,6 +98,10 @@ extern void engine_drop_all_locked (struct engine *e);
 
 /* Keep max-extents: forward (or drop, by policy) the oldest extents. */
 extern void engine_enforce_bound_locked (struct engine *e);
+/* Wait on e->wakeup for at most ms (capped at a second), lock held:
+ * anything that changes what the flusher should do signals it.
+ */
+extern void engine_sleep_locked (struct engine *e, uint64_t ms);
 
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);

@@ -74,8 +74,13 @@ resolve_limits (struct engine *e)
       max_discard = e->cfg.max_discard;
   }
   if (max_discard < e->granularity) {
-    dc_error ("max-discard=%" PRIu64 ": must be at least the granularity, "
-              "%" PRIu64 " bytes", max_discard, e->granularity);
+    /* Name the key the user set: either may be the backend's value. */
+    if (e->cfg.max_discard)
+      dc_error ("max-discard=%" PRIu64 ": must be at least the granularity, "
+                "%" PRIu64 " bytes", max_discard, e->granularity);
+    else
+      dc_error ("granularity=%" PRIu64 ": larger than the backend's largest "
+                "discard, %" PRIu64 " bytes", e->granularity, max_discard);
     errno = EINVAL;
     return -1;
   }
@@ -217,12 +222,32 @@ log_leftovers (struct engine *e)
               " bytes) stay unsent", st.pending_extents, st.pending_bytes);
 }
 
+/* Forward everything pending before the deadline.  A discard that
+ * fails with a transient error went back into the map; wait out the
+ * backoff and send it again, as the flusher would have, rather than
+ * give up on everything at the first error (invariant 2).
+ */
+static void
+forward_all_locked (struct engine *e, uint64_t deadline)
+{
+  uint64_t now, offset, length;
+  uint32_t time;
+
+  while (!e->forwarding_disabled && (now = engine_now_ms ()) < deadline) {
+    if (now < e->retry_at_ms) {
+      engine_sleep_locked (e, MIN (e->retry_at_ms, deadline) - now);
+      continue;
+    }
+    if (!engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
+      break;
+    engine_forward_locked (e, offset, length, time, false, true);
+  }
+}
+
 void
 engine_stop (struct engine *e, uint64_t timeout_ms)
 {
   uint64_t deadline = engine_now_ms () + timeout_ms;
-  uint64_t offset, length;
-  uint32_t time;
 
   ctl_stop (e->ctl);
   e->ctl = NULL;
@@ -246,11 +271,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
     return;
   }
   pthread_mutex_lock (&e->lock);
-  while (!e->forwarding_disabled && engine_now_ms () < deadline &&
-         engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    if (engine_forward_locked (e, offset, length, time, false, true) == -1)
-      break;
-  }
+  forward_all_locked (e, deadline);
   pthread_mutex_unlock (&e->lock);
   log_leftovers (e);
 }
@@ -625,16 +646,21 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   return r;
 }
 
+/* With flush-discards, pending discards go out first.  A discard that
+ * fails stays pending, is retried and counted (invariant 5), but it
+ * does not fail the flush: FLUSH promises durable writes, a discard is
+ * a hint, and a client that sees its flush fail (a file system) takes
+ * its data for lost and shuts down.
+ */
 int
 engine_flush (struct engine *e)
 {
-  int r = 0;
+  int r;
 
   request_begin (e);
   if (e->cfg.flush_discards)
-    r = engine_drain (e, NULL, NULL);
-  if (r == 0)
-    r = e->backend->ops->flush (e->backend);
+    engine_drain (e, NULL, NULL);
+  r = e->backend->ops->flush (e->backend);
   request_end (e);
   return r;
 }

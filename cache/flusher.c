@@ -37,8 +37,8 @@ timedwait_ms (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ms)
   return pthread_cond_timedwait (cond, lock, &ts);
 }
 
-static void
-sleep_locked (struct engine *e, uint64_t ms)
+void
+engine_sleep_locked (struct engine *e, uint64_t ms)
 {
   timedwait_ms (&e->wakeup, &e->lock, MIN (ms, MAX_SLEEP_MS));
 }
@@ -97,12 +97,12 @@ wait_for_eligible (struct engine *e, uint32_t cutoff)
   uint64_t generation = e->map_generation;
 
   if (extmap_oldest (e->map, &oldest) && oldest.time > cutoff) {
-    sleep_locked (e, oldest.time - cutoff);
+    engine_sleep_locked (e, oldest.time - cutoff);
     return;
   }
   while (!e->stopping && generation == e->map_generation && !e->paused &&
          !flush_wanted (e))
-    sleep_locked (e, MAX_SLEEP_MS);
+    engine_sleep_locked (e, MAX_SLEEP_MS);
 }
 
 /* Forced mode: forward one range, or, when nothing forwardable is left
@@ -143,20 +143,20 @@ flusher_turn (struct engine *e)
     return;
   }
   if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0) {
-    sleep_locked (e, MAX_SLEEP_MS);
+    engine_sleep_locked (e, MAX_SLEEP_MS);
     return;
   }
   if (now < e->retry_at_ms) {
-    sleep_locked (e, e->retry_at_ms - now);
+    engine_sleep_locked (e, e->retry_at_ms - now);
     return;
   }
   if ((wait = ms_until_idle (e, now)) > 0 || (wait = ms_until_slot (e)) > 0) {
-    sleep_locked (e, wait);
+    engine_sleep_locked (e, wait);
     return;
   }
   ticks = engine_ticks (e);
   if (ticks < e->cfg.delay_ms) {
-    sleep_locked (e, e->cfg.delay_ms - ticks);
+    engine_sleep_locked (e, e->cfg.delay_ms - ticks);
     return;
   }
   cutoff = ticks - (uint32_t) e->cfg.delay_ms;

@@ -42,8 +42,13 @@ bad_value (const char *key, const char *value, const char *forms)
   return -1;
 }
 
-int
-parse_size (const char *key, const char *value, uint64_t *out)
+#define SCALED_COUNT_FORMS "a count with an optional suffix k, M or G (powers of 1024), e.g. 1000 or 1M"
+
+/* Digits with an optional suffix b, k, M, G, T, P or E (any case), at
+ * most INT64_MAX.  False if value is not of that form.
+ */
+static bool
+scan_size (const char *value, uint64_t *out)
 {
   static const char suffixes[] = "bkmgtpe";
   uint64_t n, mult = 1;
@@ -51,17 +56,30 @@ parse_size (const char *key, const char *value, uint64_t *out)
   const char *p;
 
   if (rest == NULL)
-    return bad_value (key, value, PARSE_SIZE_FORMS);
+    return false;
   if (*rest != '\0') {
     if (rest[1] != '\0' || (p = strchr (suffixes, tolower ((unsigned char) *rest))) == NULL)
-      return bad_value (key, value, PARSE_SIZE_FORMS);
+      return false;
     for (ptrdiff_t i = 0; i < p - suffixes; i++)
       mult *= 1024;
   }
   if (__builtin_mul_overflow (n, mult, &n) || n > INT64_MAX)
-    return bad_value (key, value, PARSE_SIZE_FORMS);
+    return false;
   *out = n;
-  return 0;
+  return true;
+}
+
+int
+parse_size (const char *key, const char *value, uint64_t *out)
+{
+  return scan_size (value, out) ? 0 : bad_value (key, value, PARSE_SIZE_FORMS);
+}
+
+int
+parse_scaled_count (const char *key, const char *value, uint64_t *out)
+{
+  return scan_size (value, out) ? 0
+                                : bad_value (key, value, SCALED_COUNT_FORMS);
 }
 
 int

@@ -18,6 +18,12 @@
  */
 extern int parse_size (const char *key, const char *value, uint64_t *out);
 
+/* A count in the same forms (max-extents=1M): the message speaks of a
+ * count, not of bytes.
+ */
+extern int parse_scaled_count (const char *key, const char *value,
+                               uint64_t *out);
+
 /* A duration: digits with an optional suffix ms, s (the default), m or h.
  * Stored in milliseconds.
  */

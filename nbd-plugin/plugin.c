@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <libgen.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
@@ -52,6 +54,11 @@ discardcache_config (const char *key, const char *value)
   int r;
 
   if (strcmp (key, "statsfile") == 0) {
+    if (*value == '\0') {
+      nbdkit_error ("statsfile: empty value: expected a file name");
+      errno = EINVAL;
+      return -1;
+    }
     free (statsfile);
     statsfile = nbdkit_absolute_path (value);
     return statsfile ? 0 : -1;
@@ -66,9 +73,39 @@ discardcache_config (const char *key, const char *value)
   return r;
 }
 
+/* The statistics are written only at exit: find out now, not then,
+ * that they cannot be.
+ */
+static int
+check_statsfile (void)
+{
+  CLEANUP_FREE char *dir = strdup (statsfile);
+  const char *parent;
+  struct stat st;
+
+  if (dir == NULL) {
+    nbdkit_error ("strdup: %m");
+    return -1;
+  }
+  if (stat (statsfile, &st) == 0 && S_ISDIR (st.st_mode)) {
+    nbdkit_error ("statsfile=%s: is a directory: expected a file name",
+                  statsfile);
+    errno = EISDIR;
+    return -1;
+  }
+  parent = dirname (dir);
+  if (access (parent, W_OK | X_OK) == -1) {
+    nbdkit_error ("statsfile=%s: cannot write in %s: %m", statsfile, parent);
+    return -1;
+  }
+  return 0;
+}
+
 static int
 discardcache_config_complete (void)
 {
+  if (statsfile && check_statsfile () == -1)
+    return -1;
   return engine_config_complete (&cfg);
 }
 

@@ -10,6 +10,8 @@ include tests/fuse.mk
 include tests/ctl.mk
 include tests/state.mk
 include tests/fuzz.mk
+include tests/verifier/local.mk
+include tests/filters/local.mk
 
 # Tests of the plugin running under nbdkit.
 EXTRA_DIST += tests/e2e-lib.sh tests/churn.py

@@ -414,6 +414,61 @@ test_flusher_retries_after_error (void **state)
   assert_int_equal (stats ().pending_bytes, 0);
 }
 
+/* At stop, a discard that fails now and then is sent again after the
+ * backoff, until the deadline, rather than left behind at the first
+ * error.
+ */
+static void
+test_stop_retries_after_error (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  assert_int_equal (engine_trim (fx.e, 1 * MiB, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 3;
+  engine_stop (fx.e, 10000);
+  assert_int_equal (stats ().forward_errors, 3);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
+}
+
+/* EINVAL: the store refuses the request as such; retrying cannot help,
+ * so the range is dropped and counted, not kept.
+ */
+static void
+test_einval_drops (void **state)
+{
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EINVAL;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
+  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats ().forward_errors, 1);
+  assert_int_equal (stats ().last_error, EINVAL);
+  assert_int_equal (stats ().dropped_error_bytes, 64 * KiB);
+  assert_true (stats ().discard_supported);
+}
+
+/* flush-discards: a failing discard stays pending but does not fail the
+ * client's FLUSH (its writes are durable all the same).
+ */
+static void
+test_flush_discards_error_not_fatal (void **state)
+{
+  static const char *const keys[] = { "flush-discards", "true", NULL };
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 1;
+  assert_int_equal (engine_flush (fx.e), 0);
+  assert_int_equal (stats ().forward_errors, 1);
+  assert_int_equal (stats ().pending_bytes, 64 * KiB);
+  assert_int_equal (engine_flush (fx.e), 0);
+  assert_int_equal (stats ().pending_bytes, 0);
+}
+
 static void
 test_unsupported_turns_off (void **state)
 {
@@ -517,6 +572,9 @@ main (void)
     T (test_passthrough),
     T (test_transient_error_keeps_pending),
     T (test_flusher_retries_after_error),
+    T (test_stop_retries_after_error),
+    T (test_einval_drops),
+    T (test_flush_discards_error_not_fatal),
     T (test_unsupported_turns_off),
     T (test_pause_holds_back),
     T (test_runtime_set),

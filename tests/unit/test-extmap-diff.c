@@ -1,8 +1,8 @@
 /* discardcache: differential test of the extent map.
  *
  * Random operations (seeded, reproducible) are applied both to the map
- * and to a reference model that is trivially correct: a sorted array
- * of extents, merged and split by linear scans.  After every operation
+ * and to a reference model that is trivially correct (extmap-ref.c: a
+ * sorted array of extents, merged and split by linear scans).  After every operation
  * one query is compared; every few operations the whole content and
  * the tree's own invariants are.  Several address spaces shape the
  * tree differently: bytes, pages, a sparse space spanning all of
@@ -31,6 +31,7 @@
 
 #include "arith.h"
 #include "extmap.h"
+#include "extmap-ref.h"
 
 /* Defined in cache/extmap.c for the tests; not part of extmap.h. */
 extern const char *extmap_check (const struct extmap *map);
@@ -62,146 +63,6 @@ below (uint64_t n)
   return rnd () % n;
 }
 
-/* ---- the reference model ---- */
-
-struct ref {
-  struct extent *v;
-  size_t n, cap;
-};
-
-static uint64_t
-end_of (const struct extent *e)
-{
-  return e->offset + e->length;
-}
-
-/* The same validation as extmap.h states it. */
-static bool
-ref_valid (uint64_t offset, uint64_t length)
-{
-  return length > 0 && offset + length >= offset &&
-    offset + length <= EXTMAP_MAX_END;
-}
-
-static void
-ref_reserve (struct ref *r, size_t n)
-{
-  if (n > r->cap) {
-    r->cap = MAX (n, 2 * r->cap);
-    r->v = realloc (r->v, r->cap * sizeof *r->v);
-    assert_non_null (r->v);
-  }
-}
-
-/* Index of the first extent ending after x, or at x too if touch. */
-static size_t
-ref_first (const struct ref *r, uint64_t x, bool touch)
-{
-  size_t lo = 0, hi = r->n;
-
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    uint64_t end = end_of (&r->v[mid]);
-
-    if (end > x || (touch && end == x))
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
-/* Replace v[i0..i1) by the cnt extents in add. */
-static void
-ref_splice (struct ref *r, size_t i0, size_t i1, const struct extent *add,
-            size_t cnt)
-{
-  ref_reserve (r, r->n - (i1 - i0) + cnt);
-  memmove (&r->v[i0 + cnt], &r->v[i1], (r->n - i1) * sizeof *r->v);
-  memcpy (&r->v[i0], add, cnt * sizeof *add);
-  r->n = r->n - (i1 - i0) + cnt;
-}
-
-static void
-ref_insert (struct ref *r, uint64_t s, uint64_t len, uint32_t t)
-{
-  struct extent m = { s, 0, t };
-  uint64_t e = s + len;
-  size_t i0 = ref_first (r, s, true), i1;
-
-  for (i1 = i0; i1 < r->n && r->v[i1].offset <= e; i1++) {
-    m.offset = MIN (m.offset, r->v[i1].offset);
-    e = MAX (e, end_of (&r->v[i1]));
-    m.time = MAX (m.time, r->v[i1].time);
-  }
-  m.length = e - m.offset;
-  ref_splice (r, i0, i1, &m, 1);
-}
-
-static uint64_t
-ref_remove (struct ref *r, uint64_t s, uint64_t len)
-{
-  uint64_t e = s + len, removed = 0;
-  struct extent keep[2];
-  size_t i0 = ref_first (r, s, false), i1, k = 0;
-
-  for (i1 = i0; i1 < r->n && r->v[i1].offset < e; i1++) {
-    const struct extent *x = &r->v[i1];
-
-    removed += MIN (e, end_of (x)) - MAX (s, x->offset);
-    if (x->offset < s)
-      keep[k++] = (struct extent) { x->offset, s - x->offset, x->time };
-    if (end_of (x) > e)
-      keep[k++] = (struct extent) { e, end_of (x) - e, x->time };
-  }
-  ref_splice (r, i0, i1, keep, k);
-  return removed;
-}
-
-static uint64_t
-ref_bytes (const struct ref *r)
-{
-  uint64_t b = 0;
-
-  for (size_t i = 0; i < r->n; i++)
-    b += r->v[i].length;
-  return b;
-}
-
-/* First extent ending after x and starting before end, or NULL. */
-static const struct extent *
-ref_find (const struct ref *r, uint64_t x, uint64_t end)
-{
-  size_t i = ref_first (r, x, false);
-
-  return i < r->n && r->v[i].offset < end ? &r->v[i] : NULL;
-}
-
-/* First longest extent with time <= cutoff, or NULL. */
-static const struct extent *
-ref_largest_before (const struct ref *r, uint32_t cutoff)
-{
-  const struct extent *best = NULL;
-
-  for (size_t i = 0; i < r->n; i++) {
-    if (r->v[i].time <= cutoff && (!best || r->v[i].length > best->length))
-      best = &r->v[i];
-  }
-  return best;
-}
-
-static const struct extent *
-ref_oldest (const struct ref *r)
-{
-  const struct extent *best = NULL;
-
-  for (size_t i = 0; i < r->n; i++) {
-    if (!best || r->v[i].time < best->time)
-      best = &r->v[i];
-  }
-  return best;
-}
-
 /* ---- the run ---- */
 
 struct config {
@@ -223,7 +84,7 @@ struct run {
   const char *what;             /* the operation */
   const char *query;            /* the query after it, if any */
   struct extmap *map;
-  struct ref ref;
+  struct extmap_ref ref;
   uint32_t now;
 };
 
@@ -462,15 +323,13 @@ one_op (struct run *run, unsigned grow_pct)
 
     run->what = "rebase_time";
     extmap_rebase_time (run->map, delta);
-    for (size_t i = 0; i < run->ref.n; i++)
-      run->ref.v[i].time = run->ref.v[i].time > delta ?
-        run->ref.v[i].time - delta : 0;
+    ref_rebase_time (&run->ref, delta);
     run->now = run->now > delta ? run->now - delta : 0;
   }
   else if (below (1000) == 0) {
     run->what = "clear";
     extmap_clear (run->map);
-    run->ref.n = 0;
+    ref_clear (&run->ref);
   }
   else
     run->what = "idle";
@@ -524,14 +383,14 @@ run_seed (const struct config *cf, uint64_t seed, unsigned ops)
   }
   CHECK (&run, extmap_remove (run.map, 0, EXTMAP_MAX_END, NULL) == 0,
          "failed: %m");
-  run.ref.n = 0;
+  ref_clear (&run.ref);
   full_compare (&run);
   CHECK (&run, extmap_count (run.map) == 0, "not empty");
 
   print_message ("%s seed %" PRIu64 ": %u operations, up to %zu extents\n",
                  cf->name, seed, ops, most);
   extmap_free (run.map);
-  free (run.ref.v);
+  ref_free (&run.ref);
 }
 
 /* ---- configurations ---- */

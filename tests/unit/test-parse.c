@@ -74,6 +74,21 @@ test_bool (void **state)
 }
 
 static void
+test_scaled_count (void **state)
+{
+  uint64_t n = 7;
+
+  assert_int_equal (parse_scaled_count ("c", "1M", &n), 0);
+  assert_int_equal (n, 1048576);
+  assert_int_equal (parse_scaled_count ("c", "1000", &n), 0);
+  assert_int_equal (n, 1000);
+  assert_int_equal (parse_scaled_count ("c", "1.5M", &n), -1);
+  assert_int_equal (errno, EINVAL);
+  assert_int_equal (parse_scaled_count ("c", "-5", &n), -1);
+  assert_int_equal (n, 1000);
+}
+
+static void
 test_config_keys (void **state)
 {
   struct engine_config cfg;
@@ -112,6 +127,7 @@ main (void)
     cmocka_unit_test (test_size),
     cmocka_unit_test (test_duration),
     cmocka_unit_test (test_bool),
+    cmocka_unit_test (test_scaled_count),
     cmocka_unit_test (test_config_keys),
   };
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# discardcache: the backend server dies and comes back, under the
+# concurrent verifier.  The backend is nbdkit's file plugin on a file
+# (the data outlives the server); it is killed with SIGKILL and started
+# again four times while the verifier runs.  While it is away, clients
+# get EIO (never a crash, never another errno) and failed discards stay
+# pending; once it is back, the plugin reconnects by itself, the first
+# flush reports that unflushed writes may have been lost, the pending
+# discards go out, and no acknowledged write is missing.
+source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
+source "$abs_top_srcdir/tests/verify-lib.sh"
+requires "$NBDKIT" --version
+requires "$NBDKIT" file --version
+
+mktempdir
+dir=$TESTDIR
+fast=$(verify_fast_dir)
+truncate -s 64M "$fast/disk.img"
+uri="nbd+unix:///?socket=$dir/dev.sock"
+
+start_dev ()
+{
+    rm -f "$dir/dev.sock"
+    start_nbdkit -P "$dir/dev.$1.pid" -U "$dir/dev.sock" file "$fast/disk.img"
+}
+
+start_dev 0
+start_nbdkit -P "$dir/dc.pid" -U "$dir/dc.sock" "$PLUGIN" backend="$uri" \
+    delay=0 idle=0 statsfile="$dir/dc.stats.json" 2>"$dir/dc.log"
+
+echo "== reconnect (seed $VERIFY_SEED)"
+"$VERIFY" --uri "nbd+unix:///?socket=$dir/dc.sock" --seed "$VERIFY_SEED" \
+    --seconds 9 --ops 0 --expect-errors --save-model "$dir/model" \
+    > "$dir/verify.out" &
+vpid=$!
+cleanup_fn stop_pid "$vpid" verify
+for i in 1 2 3 4; do
+    sleep 1.5
+    kill -KILL "$(cat "$dir/dev.$(( i - 1 )).pid")"
+    sleep 0.4
+    start_dev "$i"
+done
+wait "$vpid" || verify_failed reconnect "$dir/verify.out"
+cat "$dir/verify.out"
+stop_pidfile "$dir/dc.pid" nbdkit
+cat "$dir/dc.stats.json"
+
+# Every block once more through a fresh plugin.
+start_nbdkit -P "$dir/check.pid" -U "$dir/check.sock" "$PLUGIN" backend="$uri"
+"$VERIFY" --uri "nbd+unix:///?socket=$dir/check.sock" \
+    --load-model "$dir/model" --verify-only > "$dir/check.out" ||
+    verify_failed "reconnect (after restart)" "$dir/check.out"
+cat "$dir/check.out"
+
+result () { verify_result_of "$dir/verify.out" "$1"; }
+[ "$(result write_errors)" -gt 0 ] || fail "no write met the dead server"
+for op in write zero flush read; do
+    [ "$(result ${op}_errors)" -eq "$(result ${op}_eio)" ] ||
+        fail "$op errors other than EIO reached the client"
+done
+[ "$(result trim_errors)" -eq 0 ] || fail "a trim failed at the client"
+[ "$(result ops)" -gt 1000 ] || fail "only $(result ops) operations: no recovery?"
+[ "$(json_get "$dir/dc.stats.json" forward_errors)" -gt 0 ] ||
+    fail "no discard met the dead server"
+[ "$(json_get "$dir/dc.stats.json" pending_bytes)" -eq \
+  "$(json_get "$dir/dc.stats.json" subgranule_bytes)" ] ||
+    fail "whole granules still pending after the stop"
+n=$(grep -c "reconnected" "$dir/dc.log")
+[ "$n" -ge 4 ] || { cat "$dir/dc.log"; fail "reconnected only $n times, not 4"; }
+echo "reconnect: ok ($(result ops) operations, $(result write_errors) writes" \
+     "failed while the server was away, $n reconnections)"

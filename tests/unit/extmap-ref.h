@@ -1,0 +1,46 @@
+/* discardcache tests: a reference model of the extent map that is
+ * trivially correct, a sorted array of extents merged and split by
+ * linear scans, and the same queries as extmap.h.  The differential
+ * test (test-extmap-diff.c) and the fuzz target (tests/fuzz/
+ * fuzz-extmap.c) both check the B+tree against it.
+ */
+#ifndef DISCARDCACHE_EXTMAP_REF_H
+#define DISCARDCACHE_EXTMAP_REF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "extmap.h"
+
+struct extmap_ref {
+  struct extent *v;             /* sorted by offset, disjoint, not touching */
+  size_t n, cap;
+};
+
+/* The same validation as extmap.h states it: length > 0, no overflow,
+ * end at most EXTMAP_MAX_END.
+ */
+extern bool ref_valid (uint64_t offset, uint64_t length);
+
+/* extmap_insert and extmap_remove (which returns the bytes removed) on
+ * a valid range.  Abort when out of memory.
+ */
+extern void ref_insert (struct extmap_ref *r, uint64_t offset,
+                        uint64_t length, uint32_t time);
+extern uint64_t ref_remove (struct extmap_ref *r, uint64_t offset,
+                            uint64_t length);
+extern void ref_rebase_time (struct extmap_ref *r, uint32_t delta);
+extern void ref_clear (struct extmap_ref *r);
+extern void ref_free (struct extmap_ref *r);
+
+extern uint64_t ref_bytes (const struct extmap_ref *r);
+
+/* The queries, NULL when there is no answer. */
+extern const struct extent *ref_find (const struct extmap_ref *r,
+                                      uint64_t x, uint64_t end);
+extern const struct extent *ref_largest_before (const struct extmap_ref *r,
+                                                uint32_t cutoff);
+extern const struct extent *ref_oldest (const struct extmap_ref *r);
+
+#endif /* DISCARDCACHE_EXTMAP_REF_H */

@@ -1,0 +1,26 @@
+# The concurrent verifier (tests/verifier/verify.h) and the script that
+# runs it against each configuration of the plugin.
+check_PROGRAMS += tests/verifier/verify
+tests_verifier_verify_SOURCES = \
+	tests/verifier/verify.c \
+	tests/verifier/verify.h \
+	tests/verifier/workload.c \
+	tests/verifier/io.c \
+	tests/verifier/model.c \
+	tests/verifier/model.h \
+	tests/verifier/runcmd.c \
+	tests/verifier/runcmd.h
+tests_verifier_verify_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+tests_verifier_verify_LDADD = $(LIBNBD_LIBS)
+
+# One script per configuration, so the parallel harness spreads them.
+VERIFY_TESTS = \
+	tests/test-verify-eager.sh \
+	tests/test-verify-bound.sh \
+	tests/test-verify-granularity.sh \
+	tests/test-verify-slow-discard.sh \
+	tests/test-verify-passthrough.sh \
+	tests/test-faults.sh \
+	tests/test-backend-reconnect.sh
+TESTS += $(VERIFY_TESTS)
+EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh
