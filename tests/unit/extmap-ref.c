@@ -21,11 +21,14 @@ ref_valid (uint64_t offset, uint64_t length)
     offset + length <= EXTMAP_MAX_END;
 }
 
+/* Always leaves r->v non-NULL: memmove to or from NULL is undefined even
+ * for zero bytes, and UBSan says so.
+ */
 static void
 ref_reserve (struct extmap_ref *r, size_t n)
 {
-  if (n > r->cap) {
-    r->cap = MAX (n, 2 * r->cap);
+  if (n > r->cap || r->v == NULL) {
+    r->cap = MAX (MAX (n, 2 * r->cap), 64);
     r->v = realloc (r->v, r->cap * sizeof *r->v);
     if (r->v == NULL) {
       perror ("extmap-ref: realloc");

@@ -348,7 +348,6 @@ run_seed (const struct config *cf, uint64_t seed, unsigned ops)
   rng_state = seed;
   run.map = extmap_new ();
   assert_non_null (run.map);
-  ref_reserve (&run.ref, 64);   /* never memmove to or from NULL */
 
   for (run.op = 0; run.op < ops; run.op++) {
     /* Alternate growing and shrinking phases, so the tree passes
