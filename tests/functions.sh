@@ -84,11 +84,19 @@ mktempdir ()
     cleanup_fn rm -rf "$TESTDIR"
 }
 
+# Pids stop_pid has already stopped and reaped.  A cleanup hook that runs
+# later must not signal them again: the kernel may since have given the
+# number to another process (pid_max is 32768 on some of these machines).
+declare -gA _stopped_pids=()
+
 # stop_pid PID NAME: TERM, then fail the test if it has not exited within
-# 60 s (a flusher that never stops is a bug), then KILL.  Only by pid.
+# 60 s (a flusher that never stops is a bug), then KILL.  Only by pid, and
+# only once.
 stop_pid ()
 {
     local pid=$1 name=$2 i
+    [ -z "${_stopped_pids[$pid]+set}" ] || return 0
+    _stopped_pids[$pid]=1
     kill -TERM "$pid" 2>/dev/null || return 0
     for (( i = 0; i < 600; i++ )); do
         kill -0 "$pid" 2>/dev/null || break
@@ -107,6 +115,16 @@ stop_pid ()
 # wait for PIDFILE, and stop it (by that pid) at exit.  Sets NBDKIT_PID.
 start_nbdkit ()
 {
+    spawn_nbdkit "$@"
+    cleanup_fn stop_pid "$NBDKIT_PID" nbdkit
+}
+
+# spawn_nbdkit -P PIDFILE ARGS...: start_nbdkit without the exit hook, for
+# callers that start many servers one after another and keep their own
+# list of what is still running (tests/bench/lib.sh).  On failure the
+# process is stopped before the test fails.
+spawn_nbdkit ()
+{
     local pidfile= i
     local -a args=("$@")
     for (( i = 0; i < ${#args[@]} - 1; i++ )); do
@@ -115,12 +133,13 @@ start_nbdkit ()
     [ -n "$pidfile" ] || fail "start_nbdkit: -P PIDFILE is required"
     "$NBDKIT" -f "$@" &
     NBDKIT_PID=$!
-    cleanup_fn stop_pid "$NBDKIT_PID" nbdkit
+    unset "_stopped_pids[$NBDKIT_PID]"
     for (( i = 0; i < 600; i++ )); do
         [ -s "$pidfile" ] && return 0
         kill -0 "$NBDKIT_PID" 2>/dev/null || fail "nbdkit $* exited at start"
         sleep 0.1
     done
+    stop_pid "$NBDKIT_PID" nbdkit
     fail "nbdkit $* did not write $pidfile within 60 s"
 }
 
