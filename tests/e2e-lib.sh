@@ -5,20 +5,38 @@
 # cleanup_fn, so it all comes down even when a step fails.
 # Source tests/functions.sh first.
 
-# e2e_start DIR SIZE [PLUGIN KEYS...]: sets E2E_DEV, E2E_MNT, E2E_FS.
+# e2e_start DIR SIZE [PLUGIN KEYS...]: discardcache on DIR/backing (SIZE)
+# with the stack over it, mounted -o discard; sets E2E_DEV and E2E_FS.
 e2e_start ()
 {
-    local dir=$1 size=$2 i
+    local dir=$1 size=$2
     shift 2
-    E2E_DIR=$dir
     truncate -s "$size" "$dir/backing"
-    mkdir -p "$dir/fuse" "$dir/fs"
     start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
         backend="$dir/backing" statsfile="$dir/stats.json" "$@"
+    e2e_attach "$dir" "$dir/nbd.sock" discard
+}
 
-    nbdfuse "$dir/fuse/disk" --unix "$dir/nbd.sock" &
+# e2e_attach DIR SOCKET [MOUNT_OPTIONS]: the client half of the stack over
+# any NBD server on SOCKET: nbdfuse DIR/fuse/disk, losetup, mkfs.xfs
+# $E2E_MKFS_OPTS, mount (with MOUNT_OPTIONS, e.g. "discard") on DIR/fs.
+# Sets E2E_DEV and E2E_FS.  Undo with e2e_detach; its hooks also run at
+# exit, and only undo what is still set up, so a script may attach and
+# detach many times.
+e2e_attach ()
+{
+    local dir=$1 sock=$2 opts=${3:-} i
+    E2E_DIR=$dir
+    mkdir -p "$dir/fuse" "$dir/fs"
+    if [ -z "${_e2e_hooks:-}" ]; then
+        _e2e_hooks=1
+        cleanup_fn e2e_stop_nbdfuse
+        cleanup_fn e2e_detach_loop
+        cleanup_fn e2e_umount
+    fi
+
+    nbdfuse "$dir/fuse/disk" --unix "$sock" &
     E2E_NBDFUSE_PID=$!
-    cleanup_fn e2e_stop_nbdfuse
     for (( i = 0; i < 300; i++ )); do
         [ -e "$dir/fuse/disk" ] && break
         kill -0 "$E2E_NBDFUSE_PID" 2>/dev/null || fail "nbdfuse exited at start"
@@ -28,23 +46,26 @@ e2e_start ()
 
     E2E_DEV=$(losetup --direct-io=on -f --show "$dir/fuse/disk") ||
         fail "losetup on $dir/fuse/disk failed"
-    cleanup_fn e2e_detach_loop "$E2E_DEV"
-    mkfs.xfs -q "$E2E_DEV" || fail "mkfs.xfs failed"
+    # shellcheck disable=SC2086
+    mkfs.xfs -q ${E2E_MKFS_OPTS:-} "$E2E_DEV" || fail "mkfs.xfs failed"
     E2E_FS=$dir/fs
-    mount -o discard "$E2E_DEV" "$E2E_FS" || fail "mount -o discard failed"
-    cleanup_fn e2e_umount
+    mount ${opts:+-o "$opts"} "$E2E_DEV" "$E2E_FS" || fail "mount ${opts:+-o $opts} failed"
 }
 
 e2e_umount ()
 {
-    mountpoint -q "$E2E_FS" && umount "$E2E_FS"
+    [ -n "${E2E_FS:-}" ] && mountpoint -q "$E2E_FS" && umount "$E2E_FS"
     return 0
 }
 
+# e2e_detach_loop: detach E2E_DEV, once (the number may be reused by
+# someone else's loop device afterwards).
 e2e_detach_loop ()
 {
-    local dev=$1 i
-    losetup -d "$dev" 2>/dev/null
+    local i
+    [ -n "${E2E_DEV:-}" ] || return 0
+    losetup -d "$E2E_DEV" 2>/dev/null
+    E2E_DEV=
     # Detaching is asynchronous; FUSE cannot unmount while loop holds it.
     for (( i = 0; i < 100; i++ )); do
         [ -z "$(losetup -j "$E2E_DIR/fuse/disk" 2>/dev/null)" ] && return 0
@@ -66,13 +87,20 @@ e2e_stop_nbdfuse ()
     E2E_NBDFUSE_PID=
 }
 
+# e2e_detach: the client half down (umount, loop, nbdfuse); the server
+# keeps running.
+e2e_detach ()
+{
+    e2e_umount
+    e2e_detach_loop
+    e2e_stop_nbdfuse
+}
+
 # e2e_teardown: everything down in order, nbdkit last (it forwards what
 # is pending and writes its statistics at exit).
 e2e_teardown ()
 {
-    e2e_umount
-    e2e_detach_loop "$E2E_DEV"
-    e2e_stop_nbdfuse
+    e2e_detach
     stop_pidfile "$E2E_DIR/nbdkit.pid" nbdkit
 }
 
