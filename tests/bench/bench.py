@@ -2,17 +2,19 @@
 """Records and report for discardcache's benchmarks (tests/bench/run).
 
   bench.py record RESULTS.jsonl [--set KEY=VALUE]... [--num KEY=NUMBER]...
-           [--fio FIO.json] [--devlog LOG --phase NAME=START... [--timeline OUT]]
+           [--text KEY=FILE]...
+           [--fio FIO.json] [--devlog LOG --phase NAME=START... [--timeline]]
            [--dcstats STATS.json]
-      Appends one JSON record: the --set/--num fields, plus what is read
+      Appends one JSON record: the --set/--num/--text fields, plus what is read
       from fio's JSON output, the device's log (nbdkit log filter: the
       Trim commands in each phase, NAME=START in wall-clock seconds, and
-      their timeline from the first phase's start) and discardcache's
-      statsfile.
+      with --timeline the time of each, from the first phase's start) and
+      discardcache's statsfile.
 
-  bench.py report RESULTS.jsonl META.json OUTDIR MARKDOWN
+  bench.py report RESULTS.jsonl OUTDIR MARKDOWN
       Medians over the repetitions, ratios to each table's baseline from
-      the same run, the targets met or missed; writes the section between
+      the same run, the targets met or missed (the record of workload
+      "meta" describes the machine and the run); writes the section between
       the markers of MARKDOWN (the rest of the file is kept), the plot
       data and gnuplot scripts into OUTDIR, and the PNGs with gnuplot.
 """
@@ -91,11 +93,7 @@ def record_devlog(rec, path, phases, timeline):
         rec["dev_bytes_" + name] = sum(inside)
     rec["stop_at"] = phases[-1][1] - t0
     if timeline:
-        with open(timeline, "w") as f:
-            f.write("# seconds since the client started, device discard commands so far\n")
-            f.write("0 0\n")
-            for i, (t, _) in enumerate(trims, 1):
-                f.write("%.4f %d\n" % (t - t0, i))
+        rec["timeline"] = [round(t - t0, 3) for t, _ in trims]
 
 
 def record(args):
@@ -111,8 +109,10 @@ def record(args):
     if args.devlog:
         phases = [(n, float(t)) for n, t in (p.split("=", 1) for p in args.phase)]
         record_devlog(rec, args.devlog, phases, args.timeline)
-        if args.timeline:
-            rec["timeline"] = args.timeline
+    for kv in args.text or []:
+        k, path = kv.split("=", 1)
+        with open(path, errors="replace") as f:
+            rec[k] = f.read()
     if args.dcstats:
         with open(args.dcstats) as f:
             st = json.load(f)
@@ -152,12 +152,14 @@ class Table:
     def med(self, case, contender, key):
         return median([r.get(key) for r in self.reps(case, contender)])
 
-    def paired(self, case, contender, base, key):
-        """Median over the runs of contender / base, each run with its own
-        baseline (they ran back to back), so load that drifts between
-        runs cancels out."""
-        by_rep = {r["rep"]: r.get(key) for r in self.reps(case, base)}
-        return median([ratio(r.get(key), by_rep.get(r["rep"])) for r in self.reps(case, contender)])
+    def rel(self, case, contender, base, key):
+        """(ratio of the medians, lowest and highest ratio of one run to
+        the baseline run next to it): the spread shows the noise."""
+        r = ratio(self.med(case, contender, key), self.med(case, base, key))
+        by_rep = {x["rep"]: x.get(key) for x in self.reps(case, base)}
+        runs = [ratio(x.get(key), by_rep.get(x["rep"])) for x in self.reps(case, contender)]
+        runs = [v for v in runs if v is not None]
+        return (r, min(runs), max(runs)) if r is not None and runs else (r, None, None)
 
     def nreps(self):
         return min((len(self.reps(c, k)) for c in self.cases for k in self.contenders
@@ -182,6 +184,15 @@ def ratio(a, b):
 
 def fmt_ratio(r):
     return "–" if r is None else "%.2fx" % r
+
+
+def fmt_rel(rel):
+    r, lo, hi = rel
+    if r is None:
+        return "–"
+    if lo is None or lo == hi:
+        return "%.2fx" % r
+    return "%.2fx (%.2f–%.2f)" % (r, lo, hi)
 
 
 def md_table(head, rows):
@@ -217,34 +228,36 @@ def report_mixed(t, out, targets):
         "trims 64 KiB blocks at random at a fixed rate (`rate_iops`, queue depth 1), both "
         "over the same 1 GiB, through the contender to the slow-TRIM device. "
         "*no discard* runs the same writes without the trim job: the upper bound. "
-        "Latencies are fio's completion latencies in ms. *device discards* and "
-        "*device MiB* count the Trim commands the device started (its log), during the "
-        "run and the final flush. *pending at end* is what the contender still held "
-        "when fio finished (what the device received after the stop, plus anything not "
-        "forwarded at all); *left after flush* is what was neither cancelled nor "
-        "forwarded when nbdkit exited (0 is the target); *final flush* is the time "
-        "from SIGTERM to nbdkit's exit. Ratios (×) are to *no discard*: the median over the runs of each run's "
-        "ratio to the *no discard* run next to it.\n")
+        "Latencies are fio's completion latencies in ms; a run has only %s TRIMs or so, "
+        "so the trim p99 is close to the slowest one, scheduler stalls included. "
+        "*device discards* and *device MiB* count the Trim commands the device started "
+        "(its log), during the run and in the final flush. *pending at end* is what the "
+        "contender still held when fio finished (what the device received after that, "
+        "plus anything never forwarded); *left after flush* is what was neither cancelled "
+        "nor forwarded when nbdkit exited (0 is the target); *final flush* is the time from "
+        "SIGTERM to nbdkit's exit (the no-discard row shows nbdkit's own exit time). "
+        "× is the ratio of the medians to *no discard*; in brackets the lowest and highest "
+        "ratio of one run to the no-discard run next to it, which shows the noise.\n"
+        % fmt(median([r.get("trims_trim_ios") for r in t.recs if r.get("trims_trim_ios")]), 0))
     for case in t.cases:
         rows = []
         for c in t.contenders:
             if not t.reps(case, c):
                 continue
-            iops = t.med(case, c, "writes_write_iops")
-            p99 = t.med(case, c, "writes_write_p99")
-            pending = None
-            left = t.med(case, c, "dc_left")
+            pending = left = None
             if c != "nodiscard":
                 pending = median([r.get("dev_bytes_flush", 0) + r.get("dc_left", 0)
                                   for r in t.reps(case, c)])
+                left = t.med(case, c, "dc_left")
+            received = t.med(case, c, "dc_trims") if c.startswith("dc") else t.med(case, c, "dev_discards")
             rows.append([
-                cname(c), fmt(iops), fmt_ratio(t.paired(case, c, "nodiscard", "writes_write_iops")),
-                fmt(t.med(case, c, "writes_write_p50")), fmt(p99),
-                fmt_ratio(t.paired(case, c, "nodiscard", "writes_write_p99")),
+                cname(c), fmt(t.med(case, c, "writes_write_iops")),
+                fmt_rel(t.rel(case, c, "nodiscard", "writes_write_iops")),
+                fmt(t.med(case, c, "writes_write_p50")), fmt(t.med(case, c, "writes_write_p99")),
+                fmt_rel(t.rel(case, c, "nodiscard", "writes_write_p99")),
                 fmt(t.med(case, c, "writes_write_p99.9")),
-                fmt(t.med(case, c, "trims_trim_p99")),
-                fmt(t.med(case, c, "dc_trims"), 0) if c.startswith("dc") else
-                ("–" if c == "nodiscard" else fmt(t.med(case, c, "dev_discards"), 0)),
+                fmt(t.med(case, c, "trims_trim_p50")), fmt(t.med(case, c, "trims_trim_p99")),
+                "–" if c == "nodiscard" else fmt(received, 0),
                 fmt(t.med(case, c, "dev_discards"), 0),
                 fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1),
                 "–" if pending is None else fmt(pending / MiB, 2),
@@ -253,17 +266,36 @@ def report_mixed(t, out, targets):
             ])
         out.append("### %s\n" % case)
         out.append(md_table(["contender", "write IOPS", "×", "p50", "p99", "×", "p99.9",
-                             "trim p99", "trims received", "device discards",
+                             "trim p50", "trim p99", "TRIMs received", "device discards",
                              "device MiB", "pending at end MiB", "left after flush MiB",
                              "final flush s"], rows))
         out.append("")
-        if t.reps(case, "dc") and t.reps(case, "nodiscard"):
-            r_iops = t.paired(case, "dc", "nodiscard", "writes_write_iops")
-            r_p99 = t.paired(case, "dc", "nodiscard", "writes_write_p99")
-            targets.append(("1. mixed, " + case, verdict(r_p99 <= 1.5, "discardcache write p99 %.2fx no discard (target ≤ 1.5x)" % r_p99)))
-            targets.append(("1. mixed, " + case, verdict(r_iops >= 0.9, "discardcache write IOPS %.2fx no discard (target ≥ 0.9x)" % r_iops)))
-            maxleft = max(r.get("dc_left", 0) for r in t.reps(case, "dc"))
-            targets.append(("1. mixed, " + case, verdict(maxleft == 0, "everything not cancelled reached the device by the end of the final flush (largest left over: %.2f MiB)" % (maxleft / MiB))))
+        if not (t.reps(case, "dc") and t.reps(case, "nodiscard")):
+            continue
+        r_iops = t.rel(case, "dc", "nodiscard", "writes_write_iops")
+        r_p99 = t.rel(case, "dc", "nodiscard", "writes_write_p99")
+        targets.append(("1. mixed, " + case, verdict(r_p99[0] <= 1.5, "discardcache write p99 %s no discard (target ≤ 1.5x)" % fmt_rel(r_p99))))
+        targets.append(("1. mixed, " + case, verdict(r_iops[0] >= 0.9, "discardcache write IOPS %s no discard (target ≥ 0.9x)" % fmt_rel(r_iops))))
+        maxleft = max(r.get("dc_left", 0) for r in t.reps(case, "dc"))
+        targets.append(("1. mixed, " + case, verdict(maxleft == 0, "everything not cancelled reached the device by the end of the final flush (most left over in a run: %.2f MiB)" % (maxleft / MiB))))
+        received, dev = t.med(case, "dc", "dc_trims"), t.med(case, "dc", "dev_discards")
+        during = t.med(case, "dc", "dev_discards_run")
+        out.append("What the discardcache row shows:\n")
+        out.append("- it forwarded %s discards while fio ran and %s in the final flush, "
+                   "which took %s s;" % (fmt(during, 0), fmt(t.med(case, "dc", "dev_discards_flush"), 0),
+                                         fmt(t.med(case, "dc", "flush_s"))))
+        out.append("- the device received %s discard commands for %s TRIMs (%s): writes "
+                   "cancelled %s MiB of the %s MiB trimmed and cut the rest into pieces, "
+                   "each of which costs the device a command;"
+                   % (fmt(dev, 0), fmt(received, 0), fmt_ratio(ratio(dev, received)),
+                      fmt(t.med(case, "dc", "dc_cancelled_by_writes") / MiB, 1),
+                      fmt(t.med(case, "dc", "dc_trim_bytes") / MiB, 1)))
+        if maxleft:
+            out.append("- the final flush stopped at nbdkit's 30 s limit with up to %.2f MiB "
+                       "not forwarded (nbdkit logs \"pending extents were not forwarded\"): "
+                       "the backlog outgrew what the device can take in that time."
+                       % (maxleft / MiB))
+        out.append("")
 
 
 def report_fs(t, out, targets):
@@ -281,8 +313,7 @@ def report_fs(t, out, targets):
         "*device discards* are the commands the device started during the churn, during "
         "fstrim and in the final flush. "
         "*allocated* is the device file's allocation after the final flush; *fs used* is "
-        "`df`'s used space before unmounting. Ratios (×) are to *no discard*, paired by run "
-        "as in section 1.\n")
+        "`df`'s used space before unmounting. × is to *no discard*, as in section 1.\n")
     for case in t.cases:
         rows = []
         for c in t.contenders:
@@ -293,7 +324,7 @@ def report_fs(t, out, targets):
             dev = t.med(case, c, "dev_discards")
             cancelled = t.med(case, c, "dc_cancelled_by_writes")
             rows.append([
-                cname(c), fmt(churn), fmt_ratio(t.paired(case, c, "nodiscard", "churn_s")),
+                cname(c), fmt(churn), fmt_rel(t.rel(case, c, "nodiscard", "churn_s")),
                 fmt(t.med(case, c, "fstrim_s")),
                 fmt(sent, 0), fmt(t.med(case, c, "dev_discards_churn"), 0),
                 fmt(t.med(case, c, "dev_discards_fstrim"), 0),
@@ -320,8 +351,20 @@ def report_fs(t, out, targets):
                 "alone on the no-discard filesystem needed %s commands, one a free extent: "
                 "a floor for any scheme, %.1f%% of these TRIMs"
                 % (100 * (r or 0), fmt(floor, 0), 100 * ratio(floor or 0, sent)))))
-            r = t.paired(case, "dc", "nodiscard", "churn_s")
-            targets.append(("2. XFS, " + case, verdict(r <= 1.1, "churn wall time %.2fx no discard (target ≤ 1.1x)" % r)))
+            out.append("What the discardcache row shows: it forwarded %s discards during the "
+                       "churn, %s during fstrim and %s in the final flush (%s s); writes "
+                       "cancelled %s MiB of the %s MiB the filesystem trimmed. The device file "
+                       "holds %s MiB after it, against %s MiB the filesystem uses.\n"
+                       % (fmt(t.med(case, "dc", "dev_discards_churn"), 0),
+                          fmt(t.med(case, "dc", "dev_discards_fstrim"), 0),
+                          fmt(t.med(case, "dc", "dev_discards_flush"), 0),
+                          fmt(t.med(case, "dc", "flush_s")),
+                          fmt(t.med(case, "dc", "dc_cancelled_by_writes") / MiB, 1),
+                          fmt(t.med(case, "dc", "dc_trim_bytes") / MiB, 1),
+                          fmt(t.med(case, "dc", "alloc") / MiB, 1),
+                          fmt(t.med(case, "dc", "fs_used") / MiB, 1)))
+            r = t.rel(case, "dc", "nodiscard", "churn_s")
+            targets.append(("2. XFS, " + case, verdict(r[0] <= 1.1, "churn wall time %s no discard (target ≤ 1.1x)" % fmt_rel(r))))
 
 
 def report_datapath(t, out, targets):
@@ -331,22 +374,21 @@ def report_datapath(t, out, targets):
     out.append(
         "The same prefilled file served by `nbdkit file` and by discardcache "
         "(`backend=FILE`); no TRIMs; the file is synced between runs, and the two "
-        "contenders swap places every run. Ratios (×) are discardcache to nbdkit file, "
-        "paired by run as in section 1.\n")
+        "contenders swap places every run. × is discardcache to nbdkit file, as in "
+        "section 1.\n")
     rows = []
     for case in t.cases:
         side = "read" if "read" in case else "write"
         key = "dp_%s_" % side
         f_iops, d_iops = t.med(case, "file", key + "iops"), t.med(case, "dc", key + "iops")
         f_bw, d_bw = t.med(case, "file", key + "bw_mib"), t.med(case, "dc", key + "bw_mib")
-        r_iops = t.paired(case, "dc", "file", key + "iops")
-        r_bw = t.paired(case, "dc", "file", key + "bw_mib")
-        rows.append([case, fmt(f_iops), fmt(d_iops), fmt_ratio(r_iops),
-                     fmt(f_bw), fmt(d_bw), fmt_ratio(r_bw),
+        r_iops = t.rel(case, "dc", "file", key + "iops")
+        r_bw = t.rel(case, "dc", "file", key + "bw_mib")
+        rows.append([case, fmt(f_iops), fmt(d_iops), fmt_rel(r_iops),
+                     fmt(f_bw), fmt(d_bw), fmt_rel(r_bw),
                      fmt(t.med(case, "file", key + "p99")), fmt(t.med(case, "dc", key + "p99"))])
-        if r_iops is not None:
-            r = min(r_iops, r_bw)
-            targets.append(("3. data path, " + case, verdict(r >= 0.95, "discardcache IOPS and bandwidth %.2fx nbdkit file (target ≥ 0.95x)" % r)))
+        if r_iops[0] is not None:
+            targets.append(("3. data path, " + case, verdict(min(r_iops[0], r_bw[0]) >= 0.95, "discardcache IOPS %s, bandwidth %s nbdkit file (target ≥ 0.95x)" % (fmt_rel(r_iops), fmt_rel(r_bw)))))
     out.append(md_table(["job", "file IOPS", "dc IOPS", "×", "file MiB/s", "dc MiB/s", "×",
                          "file p99 ms", "dc p99 ms"], rows))
     out.append("")
@@ -420,13 +462,20 @@ def write_plots(mixed, fs, outdir, pngdir, meta):
         g.append("unset multiplot")
         scripts.append(("bench-latency.gp", g))
     panels = []
+    timelines = []
     for t, label in ((mixed, "fio mixed"), (fs, "XFS churn + fstrim")):
         for case in t.cases:
             series = []
             for c in t.contenders:
-                first = [r for r in t.reps(case, c) if r.get("timeline")][:1]
-                if first and (c != "nodiscard" or t is fs) and os.path.exists(first[0]["timeline"]):
-                    series.append((c, first[0]["timeline"], first[0].get("stop_at")))
+                first = [r for r in t.reps(case, c) if "timeline" in r][:1]
+                if first and (c != "nodiscard" or t is fs):
+                    path = os.path.join(outdir, "timeline-%d.dat" % len(timelines))
+                    timelines.append(path)
+                    with open(path, "w") as f:
+                        f.write("# seconds since the client started, device discards so far\n0 0\n")
+                        for i, x in enumerate(first[0]["timeline"], 1):
+                            f.write("%.3f %d\n" % (x, i))
+                    series.append((c, path, first[0].get("stop_at")))
             if series:
                 panels.append(("%s: %s" % (label, case), series))
     if panels:
@@ -464,11 +513,17 @@ def write_plots(mixed, fs, outdir, pngdir, meta):
     return made
 
 
+def load_summary(records):
+    loads = sorted(r["load"] for r in records if "load" in r)
+    if not loads:
+        return "–"
+    return "median %.1f, highest %.1f (2 CPUs)" % (median(loads), loads[-1])
+
+
 def report(args):
     with open(args.results) as f:
         records = [json.loads(line) for line in f if line.strip()]
-    with open(args.meta) as f:
-        meta = json.load(f)
+    meta = ([r for r in records if r.get("workload") == "meta"] or [{}])[-1]
     mixed, fs = Table(records, "mixed"), Table(records, "fs")
     dp, mem = Table(records, "datapath"), Table(records, "memory")
     targets = []
@@ -491,6 +546,7 @@ def report(args):
         ["kernel", meta["kernel"]], ["nbdkit", meta["nbdkit"]], ["libnbd", meta["libnbd"]],
         ["fio", meta["fio"]], ["discardcache", meta["source"]],
         ["mode", meta["mode"]], ["load average at start", meta["loadavg"]],
+        ["1-minute load at the start of each run", load_summary(records)],
         ["wall time of the whole run", "%s s" % meta.get("elapsed", "?")]]))
     out.append("")
     out.append(
@@ -516,13 +572,13 @@ def report(args):
                       ("bench-discards.png", "Device discard commands over time")):
         if png in pngs:
             out.append("![%s](%s)\n" % (what, png))
-    extmap = os.path.join(args.outdir, "extmap.txt")
-    if os.path.exists(extmap):
-        out.append("## 5. Extent map microbenchmark, rerun\n")
-        out.append("`tests/bench/bench-extmap %s`, in the same run (its own reading against "
-                   "the targets is in the extent-map section of this file):\n" % meta.get("extmap_args", ""))
-        with open(extmap) as f:
-            out.append("```\n" + f.read().rstrip() + "\n```\n")
+    for r in records:
+        if r.get("workload") == "extmap":
+            out.append("## 5. Extent map microbenchmark, rerun\n")
+            out.append("`tests/bench/bench-extmap %s`, in the same run (its own reading "
+                       "against the targets is in the extent-map section of this file):\n"
+                       % r.get("args", ""))
+            out.append("```\n" + r["output"].rstrip() + "\n```\n")
     out.append(END)
     section = "\n".join(out) + "\n"
 
@@ -547,14 +603,14 @@ def main():
     r.add_argument("results")
     r.add_argument("--set", action="append")
     r.add_argument("--num", action="append")
+    r.add_argument("--text", action="append")
     r.add_argument("--fio")
     r.add_argument("--devlog")
     r.add_argument("--phase", action="append", default=[])
-    r.add_argument("--timeline")
+    r.add_argument("--timeline", action="store_true")
     r.add_argument("--dcstats")
     r = sub.add_parser("report")
     r.add_argument("results")
-    r.add_argument("meta")
     r.add_argument("outdir")
     r.add_argument("markdown")
     args = p.parse_args()
