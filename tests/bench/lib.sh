@@ -82,6 +82,8 @@ bench_device ()
 #
 #   nodiscard  nbdkit nbd (nbdkit's own proxy); the client sends no TRIM
 #              at all (fio: no trim job; XFS: mounted without -o discard)
+#   dc-nodiscard  the same client through discardcache (its data path is
+#              not nbdkit nbd's: this isolates what TRIMs cost it)
 #   nbd        nbdkit nbd: every TRIM passed straight to the device
 #   dc         nbdkit discardcache, default keys
 #   dc-pt      nbdkit discardcache passthrough=true: our overhead alone
@@ -107,7 +109,7 @@ bench_contender ()
         bench_start "$name" "${front[@]}" nbd uri="$backend" "$@" ;;
     file)
         bench_start "$name" "${front[@]}" file "$backend" "$@" ;;
-    dc)
+    dc|dc-nodiscard)
         bench_start "$name" "${front[@]}" "$PLUGIN" backend="$backend" \
             statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
     dc-pt)
