@@ -149,6 +149,10 @@ class Table:
     def reps(self, case, contender):
         return [r for r in self.recs if r["case"] == case and r["contender"] == contender]
 
+    def ran(self, case):
+        """The contenders with runs in this case, in the order they first ran."""
+        return [c for c in self.contenders if self.reps(case, c)]
+
     def med(self, case, contender, key):
         return median([r.get(key) for r in self.reps(case, contender)])
 
@@ -225,11 +229,17 @@ def cname(c):
     return CONTENDER_NAMES.get(c, c)
 
 
-def report_mixed(t, out, targets):
+def section(t, out, title, intro):
+    """A workload's heading and introduction; False if it did not run."""
     if not t.recs:
-        return
-    out.append("## 1. Mixed 4 KiB random writes and 64 KiB random TRIMs (fio nbd engine)\n")
-    out.append(
+        return False
+    out.append("## %s\n" % title)
+    out.append(intro + "\n")
+    return True
+
+
+def report_mixed(t, out, targets):
+    if not section(t, out, "1. Mixed 4 KiB random writes and 64 KiB random TRIMs (fio nbd engine)", (
         "One fio job writes 4 KiB blocks at random (queue depth 8) while a second one "
         "trims 64 KiB blocks at random at a fixed rate (`rate_iops`, queue depth 1), both "
         "over the same 1 GiB, through the contender to the slow-TRIM device. "
@@ -246,13 +256,12 @@ def report_mixed(t, out, targets):
         "× is the ratio of the medians to *no discard (nbdkit nbd)*; in brackets the "
         "lowest and highest ratio of one run to the no-discard run next to it, which shows "
         "the noise. The targets are judged against both no-discard rows, the worse ratio "
-        "deciding.\n"
-        % fmt(median([r.get("trims_trim_ios") for r in t.recs if r.get("trims_trim_ios")]), 0))
+        "deciding."
+        % fmt(median([r.get("trims_trim_ios") for r in t.recs if r.get("trims_trim_ios")]), 0))):
+        return
     for case in t.cases:
         rows = []
-        for c in t.contenders:
-            if not t.reps(case, c):
-                continue
+        for c in t.ran(case):
             pending = left = None
             if not c.endswith("nodiscard"):
                 pending = median([r.get("dev_bytes_flush", 0) + r.get("dc_left", 0)
@@ -314,10 +323,7 @@ def report_mixed(t, out, targets):
 
 
 def report_fs(t, out, targets):
-    if not t.recs:
-        return
-    out.append("## 2. XFS with `-o discard`: file churn, then fstrim\n")
-    out.append(
+    if not section(t, out, "2. XFS with `-o discard`: file churn, then fstrim", (
         "XFS on nbdfuse + `losetup --direct-io=on` over each contender, in front of the "
         "slow-TRIM device (here a sparse file behind the same noparallel + delay filters, "
         "so its allocation can be read). `tests/churn.py` (fixed seed) creates files of "
@@ -329,12 +335,11 @@ def report_fs(t, out, targets):
         "fstrim and in the final flush. "
         "*allocated* is the device file's allocation after the final flush; *fs used* is "
         "`df`'s used space before unmounting. × is to *no discard (nbdkit nbd)*, as in "
-        "section 1.\n")
+        "section 1.")):
+        return
     for case in t.cases:
         rows = []
-        for c in t.contenders:
-            if not t.reps(case, c):
-                continue
+        for c in t.ran(case):
             churn = t.med(case, c, "churn_s")
             sent = t.med(case, c, "dc_trims") if c.startswith("dc") else t.med(case, c, "dev_discards")
             dev = t.med(case, c, "dev_discards")
@@ -387,14 +392,12 @@ def report_fs(t, out, targets):
 
 
 def report_datapath(t, out, targets):
-    if not t.recs:
-        return
-    out.append("## 3. Data-path overhead on a sparse file (fio nbd engine)\n")
-    out.append(
+    if not section(t, out, "3. Data-path overhead on a sparse file (fio nbd engine)", (
         "The same prefilled file served by `nbdkit file` and by discardcache "
         "(`backend=FILE`); no TRIMs; the file is synced between runs, and the two "
         "contenders swap places every run. × is discardcache to nbdkit file, as in "
-        "section 1.\n")
+        "section 1.")):
+        return
     rows = []
     for case in t.cases:
         side = "read" if "read" in case else "write"
@@ -440,7 +443,7 @@ def plot_data(t, outdir):
     lat = []
     for i, case in enumerate(t.cases):
         path = os.path.join(outdir, "lat-%d.dat" % i)
-        cols = [c for c in t.contenders if t.reps(case, c)]
+        cols = t.ran(case)
         with open(path, "w") as f:
             f.write("# nines " + " ".join(cols) + "\n")
             for p in ["50", "90", "99", "99.5", "99.9", "99.95", "99.99"]:
