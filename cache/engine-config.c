@@ -4,10 +4,14 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "arith.h"
+#include "cleanup.h"
 #include "engine-config.h"
 #include "log.h"
 #include "parse.h"
@@ -24,7 +28,19 @@ const char engine_config_help[] =
   "max-extents=N            Bound on pending extents (1M).\n"
   "on-full=forward|drop     What to do at max-extents (forward).\n"
   "flush-discards=BOOL      Client FLUSH forwards pending discards (false).\n"
-  "passthrough=BOOL         Forward every trim at once, no caching (false).";
+  "passthrough=BOOL         Forward every trim at once, no caching (false).\n"
+  "ctl=PATH|none            Control socket for discardctl (default:\n"
+  "                         $XDG_RUNTIME_DIR/discardcache/PID.sock, else\n"
+  "                         /run/discardcache/PID.sock).\n"
+  "state=FILE               Save pending discards here at a clean stop and\n"
+  "                         load them at the next start (none).";
+
+const char engine_config_runtime_keys[] = "delay, minlen, idle and rate";
+
+/* The largest rate= accepted, in discards per second. */
+#define RATE_MAX 1000000
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_ (x)
 
 void
 engine_config_init (struct engine_config *cfg)
@@ -41,7 +57,34 @@ void
 engine_config_free (struct engine_config *cfg)
 {
   free (cfg->backend);
-  cfg->backend = NULL;
+  free (cfg->ctl);
+  free (cfg->state);
+  cfg->backend = cfg->ctl = cfg->state = NULL;
+}
+
+/* strdup that keeps NULL. */
+static int
+dup_string (const char *src, char **dst)
+{
+  *dst = NULL;
+  if (src && (*dst = strdup (src)) == NULL)
+    return -1;
+  return 0;
+}
+
+int
+engine_config_copy (struct engine_config *dst, const struct engine_config *src)
+{
+  *dst = *src;
+  if (dup_string (src->backend, &dst->backend) == -1 ||
+      dup_string (src->ctl, &dst->ctl) == -1 ||
+      dup_string (src->state, &dst->state) == -1) {
+    dc_error ("engine: out of memory copying the settings");
+    engine_config_free (dst);
+    errno = ENOMEM;
+    return -1;
+  }
+  return 0;
 }
 
 static int
@@ -139,6 +182,68 @@ set_backend (const char *key, const char *value, char **out)
   return 0;
 }
 
+/* An absolute path: nbdkit changes directory to / when it daemonises,
+ * so a relative path is resolved against the directory it started in.
+ */
+static int
+set_path (const char *key, const char *value, const char *forms, char **out)
+{
+  CLEANUP_FREE char *cwd = NULL;
+  char *path;
+
+  if (*value == '\0') {
+    dc_error ("%s: empty value: expected %s", key, forms);
+    errno = EINVAL;
+    return -1;
+  }
+  if (value[0] == '/')
+    path = strdup (value);
+  else if ((cwd = getcwd (NULL, 0)) == NULL) {
+    dc_error ("%s=%s: cannot resolve a relative path: getcwd: %m", key, value);
+    return -1;
+  }
+  else if (asprintf (&path, "%s/%s", cwd, value) == -1)
+    path = NULL;
+  if (path == NULL) {
+    dc_error ("%s: out of memory", key);
+    errno = ENOMEM;
+    return -1;
+  }
+  free (*out);
+  *out = path;
+  return 0;
+}
+
+#define CTL_FORMS "none, or the path of a Unix socket to create, e.g. /run/dc.sock"
+
+static int
+set_ctl (const char *key, const char *value, struct engine_config *cfg)
+{
+  struct sockaddr_un sun;
+  char *path = NULL;
+
+  if (strcmp (value, "none") == 0) {
+    free (cfg->ctl);
+    cfg->ctl = NULL;
+    cfg->ctl_disabled = true;
+    return 0;
+  }
+  if (set_path (key, value, CTL_FORMS, &path) == -1)
+    return -1;
+  if (strlen (path) >= sizeof sun.sun_path) {
+    dc_error ("%s=%s: the path is %zu bytes long, a Unix socket path may have "
+              "at most %zu: expected %s", key, value, strlen (path),
+              sizeof sun.sun_path - 1, CTL_FORMS);
+    free (path);
+    errno = EINVAL;
+    return -1;
+  }
+  free (cfg->ctl);
+  cfg->ctl = path;
+  cfg->ctl_disabled = false;
+  return 0;
+}
+
 int
 engine_config_set (struct engine_config *cfg, const char *key,
                    const char *value)
@@ -158,7 +263,7 @@ engine_config_set (struct engine_config *cfg, const char *key,
   if (strcmp (key, "idle") == 0)
     return parse_duration_ms (key, value, &cfg->idle_ms);
   if (strcmp (key, "rate") == 0)
-    return parse_count (key, value, 1000000, &cfg->rate);
+    return parse_count (key, value, RATE_MAX, &cfg->rate);
   if (strcmp (key, "max-extents") == 0)
     return set_max_extents (key, value, &cfg->max_extents);
   if (strcmp (key, "on-full") == 0)
@@ -167,6 +272,11 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_bool (key, value, &cfg->flush_discards);
   if (strcmp (key, "passthrough") == 0)
     return parse_bool (key, value, &cfg->passthrough);
+  if (strcmp (key, "ctl") == 0)
+    return set_ctl (key, value, cfg);
+  if (strcmp (key, "state") == 0)
+    return set_path (key, value, "the path of a file, e.g. /var/lib/dc.state",
+                     &cfg->state);
   return 1;
 }
 
@@ -191,4 +301,16 @@ engine_config_key_is_runtime (const char *key)
     if (strcmp (key, keys[i]) == 0)
       return true;
   return false;
+}
+
+const char *
+engine_config_forms (const char *key)
+{
+  if (strcmp (key, "delay") == 0 || strcmp (key, "idle") == 0)
+    return PARSE_DURATION_FORMS;
+  if (strcmp (key, "minlen") == 0)
+    return PARSE_SIZE_FORMS;
+  if (strcmp (key, "rate") == 0)
+    return "a whole number of discards per second from 0 (no limit) to " STRINGIFY (RATE_MAX);
+  return NULL;
 }

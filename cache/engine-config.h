@@ -25,7 +25,13 @@ struct engine_config {
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */
+  char *ctl;                   /* control socket path (owned); NULL: default */
+  bool ctl_disabled;           /* ctl=none */
+  char *state;                 /* state file path (owned); NULL: none */
 };
+
+/* The keys engine_set accepts while running, for messages. */
+extern const char engine_config_runtime_keys[];
 
 /* Help text for the keys, one per line, "key=VALUE  explanation". */
 extern const char engine_config_help[];
@@ -35,6 +41,12 @@ extern void engine_config_init (struct engine_config *cfg);
 
 /* Release what the config owns. */
 extern void engine_config_free (struct engine_config *cfg);
+
+/* Copy src into dst, duplicating the strings.  Returns 0 or -1 (ENOMEM,
+ * reported; dst then owns nothing).
+ */
+extern int engine_config_copy (struct engine_config *dst,
+                               const struct engine_config *src);
 
 /* Apply one key=value.  Returns 0 on success, -1 (error reported, errno
  * EINVAL, cfg unchanged) for a bad value, 1 if key is not an engine key.
@@ -47,5 +59,10 @@ extern int engine_config_complete (const struct engine_config *cfg);
 
 /* Whether key may be changed while the engine runs (control socket). */
 extern bool engine_config_key_is_runtime (const char *key);
+
+/* The accepted forms of a runtime key's value ("a duration: ..."), for
+ * the control socket's error replies; NULL for any other key.
+ */
+extern const char *engine_config_forms (const char *key);
 
 #endif /* DISCARDCACHE_ENGINE_CONFIG_H */

@@ -1,6 +1,7 @@
 /* discardcache: the engine's one context struct, shared by the files
  * that implement it (engine.c: lifecycle and data path; forward.c:
- * sending discards and the in-flight list; flusher.c: the thread).
+ * sending discards and the in-flight list; flusher.c: the thread and
+ * control-socket flushes; state-file.c: the state file).
  */
 #ifndef DISCARDCACHE_ENGINE_INTERNAL_H
 #define DISCARDCACHE_ENGINE_INTERNAL_H
@@ -14,6 +15,8 @@
 #include "engine-config.h"
 #include "engine.h"
 #include "extmap.h"
+
+struct ctl_server;
 
 /* A discard being sent; lives on the sending thread's stack. */
 struct inflight {
@@ -31,6 +34,7 @@ struct engine {
   pthread_mutex_t lock;             /* protects everything below */
   pthread_cond_t inflight_done;     /* a discard in flight completed */
   pthread_cond_t wakeup;            /* the flusher has something to look at */
+  pthread_cond_t flushed;           /* flush_completed moved, or stopping */
   struct extmap *map;
   struct inflight *inflight;
   uint64_t epoch_ms;                /* monotonic ms at tick 0 */
@@ -44,6 +48,12 @@ struct engine {
   uint64_t retry_at_ms;
   uint64_t next_slot_ns;            /* rate limit: earliest next discard */
   struct engine_stats stats;        /* counters only; the rest is derived */
+  uint64_t flush_requested;         /* control-socket flush tickets issued */
+  uint64_t flush_completed;         /* ... and finished by the flusher */
+  int flush_errno;                  /* why the last one stopped early, or 0 */
+  bool state_saved;                 /* engine_stop wrote the state file */
+
+  struct ctl_server *ctl;           /* control socket, NULL if none */
 
   /* Idle detection, updated without the lock on every request. */
   atomic_uint active_requests;
@@ -86,7 +96,20 @@ extern bool engine_overlaps_inflight_locked (const struct engine *e,
 /* Give up every pending extent (the backend cannot discard): counted. */
 extern void engine_drop_all_locked (struct engine *e);
 
+/* Keep max-extents: forward (or drop, by policy) the oldest extents. */
+extern void engine_enforce_bound_locked (struct engine *e);
+
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);
+
+/* Load the state file (state=FILE) into the map, if it matches the
+ * backend, and consume it; a missing, refused or read-only one is not an
+ * error.  -1 only when a state file can be neither read nor set aside,
+ * as it could then be replayed after writes: the engine must not serve.
+ */
+extern int engine_state_load (struct engine *e);
+
+/* Write the pending extents to the state file atomically.  0 or -1. */
+extern int engine_state_save (struct engine *e);
 
 #endif /* DISCARDCACHE_ENGINE_INTERNAL_H */

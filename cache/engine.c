@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "arith.h"
+#include "ctl.h"
 #include "engine-internal.h"
 #include "log.h"
 #include "policy.h"
@@ -95,6 +96,8 @@ init_sync (struct engine *e)
     err = pthread_cond_init (&e->inflight_done, &attr);
   if (err == 0)
     err = pthread_cond_init (&e->wakeup, &attr);
+  if (err == 0)
+    err = pthread_cond_init (&e->flushed, &attr);
   pthread_condattr_destroy (&attr);
   if (err) {
     errno = err;
@@ -115,8 +118,13 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
     return NULL;
   }
   e->backend = b;
-  e->cfg = *cfg;
-  e->cfg.backend = strdup (cfg->backend ? cfg->backend : b->identity.name);
+  if (engine_config_copy (&e->cfg, cfg) == -1) {
+    backend_close (b);
+    free (e);
+    return NULL;
+  }
+  if (e->cfg.backend == NULL)
+    e->cfg.backend = strdup (b->identity.name);
   e->map = extmap_new ();
   if (e->cfg.backend == NULL || e->map == NULL) {
     dc_error ("engine: out of memory");
@@ -128,6 +136,9 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   e->epoch_ms = engine_now_ms ();
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
+  /* Before the first request: invariant 4. */
+  if (e->cfg.state && engine_state_load (e) == -1)
+    goto err_sync;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
             e->cfg.backend, b->ops->kind, b->size, e->granularity,
@@ -135,6 +146,11 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
             e->forwarding_disabled ? "unsupported" : "supported");
   return e;
 
+ err_sync:
+  pthread_cond_destroy (&e->flushed);
+  pthread_cond_destroy (&e->wakeup);
+  pthread_cond_destroy (&e->inflight_done);
+  pthread_mutex_destroy (&e->lock);
  err:
   {
     int saved_errno = errno;
@@ -156,14 +172,25 @@ engine_open (const struct engine_config *cfg)
   return b ? engine_open_backend (cfg, b) : NULL;
 }
 
+/* The control socket first: at an explicit path, failing it fails the
+ * start before any thread runs.
+ */
 int
 engine_start (struct engine *e)
 {
-  int err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
+  int err;
 
+  if (!e->cfg.ctl_disabled) {
+    e->ctl = ctl_start (e, e->cfg.ctl);
+    if (e->ctl == NULL && e->cfg.ctl != NULL)
+      return -1;
+  }
+  err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;
     dc_error ("engine: cannot start the flusher thread: %m");
+    ctl_stop (e->ctl);
+    e->ctl = NULL;
     return -1;
   }
   e->thread_running = true;
@@ -176,7 +203,11 @@ log_leftovers (struct engine *e)
   struct engine_stats st;
 
   engine_get_stats (e, &st);
-  if (st.pending_bytes > st.subgranule_bytes)
+  if (e->state_saved)
+    dc_debug ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) "
+              "were saved to %s", st.pending_extents, st.pending_bytes,
+              e->cfg.state);
+  else if (st.pending_bytes > st.subgranule_bytes)
     dc_error ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) were "
               "not forwarded", st.pending_extents, st.pending_bytes);
   else if (st.pending_extents)
@@ -191,15 +222,27 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
   uint64_t offset, length;
   uint32_t time;
 
+  ctl_stop (e->ctl);
+  e->ctl = NULL;
   pthread_mutex_lock (&e->lock);
   e->stopping = true;
   pthread_cond_broadcast (&e->wakeup);
+  pthread_cond_broadcast (&e->flushed);
   pthread_mutex_unlock (&e->lock);
   if (e->thread_running) {
     pthread_join (e->thread, NULL);
     e->thread_running = false;
   }
 
+  /* With a state file, what is pending waits for the next start; if it
+   * cannot be saved, it is forwarded as without one.
+   */
+  if (e->cfg.state && !e->state_saved && !e->backend->limits.read_only)
+    e->state_saved = engine_state_save (e) == 0;
+  if (e->state_saved) {
+    log_leftovers (e);
+    return;
+  }
   pthread_mutex_lock (&e->lock);
   while (!e->forwarding_disabled && engine_now_ms () < deadline &&
          engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
@@ -215,10 +258,11 @@ engine_close (struct engine *e)
 {
   if (e == NULL)
     return;
-  if (e->thread_running)
+  if (e->thread_running || e->ctl)
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);
+  pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
   pthread_mutex_destroy (&e->lock);
@@ -321,15 +365,92 @@ cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
   pthread_mutex_unlock (&e->lock);
 }
 
+/* Ranges of a read that must come back as zeros. */
+struct zero_list {
+  uint64_t start, end;          /* the read */
+  size_t n, cap;
+  struct { uint64_t start, end; } *r;
+  bool nomem;
+};
+
+static void
+zero_list_add (struct zero_list *z, uint64_t start, uint64_t end)
+{
+  start = MAX (start, z->start);
+  end = MIN (end, z->end);
+  if (start >= end)
+    return;
+  if (z->n == z->cap) {
+    size_t cap = z->cap ? z->cap * 2 : 8;
+    void *p = realloc (z->r, cap * sizeof *z->r);
+
+    if (p == NULL) {
+      z->nomem = true;
+      return;
+    }
+    z->r = p;
+    z->cap = cap;
+  }
+  z->r[z->n].start = start;
+  z->r[z->n].end = end;
+  z->n++;
+}
+
+static int
+collect_pending (const struct extent *x, void *opaque)
+{
+  struct zero_list *z = opaque;
+
+  if (x->offset >= z->end)
+    return 1;
+  zero_list_add (z, x->offset, x->offset + x->length);
+  return 0;
+}
+
+/* A trim that is pending or in flight reads as zeros.  Over loop, a
+ * write-zeroes that may unmap reaches the server as the same hole punch
+ * as a discard (nbdfuse and discardfuse cannot tell them apart), and the
+ * kernel then expects zeros at once: old data there would expose stale
+ * blocks (ext4 zeroes unwritten extents this way).  Zeros are also what
+ * a file backend reads after the discard, so the content does not change
+ * when the discard is forwarded.  The ranges are taken before the read,
+ * so one a write cancels meanwhile (a write concurrent with this read)
+ * may read either way, as NBD allows.
+ */
+static int
+collect_zero_ranges (struct engine *e, struct zero_list *z)
+{
+  pthread_mutex_lock (&e->lock);
+  if (extmap_count (e->map) > 0)
+    extmap_iterate (e->map, z->start, collect_pending, z);
+  for (const struct inflight *f = e->inflight; f != NULL; f = f->next)
+    zero_list_add (z, f->offset, f->offset + f->length);
+  pthread_mutex_unlock (&e->lock);
+  if (z->nomem) {
+    dc_error ("read: out of memory collecting pending discards");
+    errno = ENOMEM;
+    return -1;
+  }
+  return 0;
+}
+
 int
 engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
 {
+  struct zero_list z = { .start = offset, .end = offset + count };
   int r;
 
   if (check_range (e, offset, count, false) == -1)
     return -1;
   request_begin (e);
-  r = e->backend->ops->pread (e->backend, buf, count, offset);
+  r = collect_zero_ranges (e, &z);
+  if (r == 0)
+    r = e->backend->ops->pread (e->backend, buf, count, offset);
+  if (r == 0)
+    for (size_t i = 0; i < z.n; i++)
+      memset ((char *) buf + (z.r[i].start - offset), 0,
+              z.r[i].end - z.r[i].start);
+  free (z.r);
   request_end (e);
   return r;
 }
@@ -372,8 +493,8 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
  * Each turn removes one whole extent; its sub-granule head and tail
  * cannot be sent alone, so at the bound they are dropped and counted.
  */
-static void
-enforce_bound_locked (struct engine *e)
+void
+engine_enforce_bound_locked (struct engine *e)
 {
   struct extent x;
   uint64_t aoff, alen;
@@ -432,7 +553,7 @@ record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
   }
   e->stats.merges += before + 1 - extmap_count (e->map);
   e->map_generation++;
-  enforce_bound_locked (e);
+  engine_enforce_bound_locked (e);
   pthread_cond_signal (&e->wakeup);
 }
 
@@ -545,7 +666,7 @@ engine_set (struct engine *e, const char *key, const char *value)
 
   if (!engine_config_key_is_runtime (key)) {
     dc_error ("%s: cannot be changed while running: the runtime keys are "
-              "delay, minlen, idle and rate", key);
+              "%s", key, engine_config_runtime_keys);
     errno = EINVAL;
     return -1;
   }
@@ -554,6 +675,35 @@ engine_set (struct engine *e, const char *key, const char *value)
   pthread_cond_broadcast (&e->wakeup);
   pthread_mutex_unlock (&e->lock);
   return r;
+}
+
+struct dump_batch {
+  struct extent *out;
+  size_t max;
+  size_t n;
+};
+
+static int
+dump_visit (const struct extent *x, void *opaque)
+{
+  struct dump_batch *d = opaque;
+
+  d->out[d->n++] = *x;
+  return d->n == d->max;
+}
+
+size_t
+engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
+                   size_t max, uint32_t *now_ticks)
+{
+  struct dump_batch d = { .out = out, .max = max };
+
+  pthread_mutex_lock (&e->lock);
+  *now_ticks = engine_ticks (e);
+  if (max > 0)
+    extmap_iterate (e->map, from, dump_visit, &d);
+  pthread_mutex_unlock (&e->lock);
+  return d.n;
 }
 
 static int

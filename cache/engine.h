@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "engine-config.h"
+#include "extmap.h"
 
 struct engine;
 
@@ -63,11 +64,17 @@ extern struct engine *engine_open (const struct engine_config *cfg);
 extern struct engine *engine_open_backend (const struct engine_config *cfg,
                                            struct backend *b);
 
-/* Start the flusher thread (nbdkit: in after_fork, never before). */
+/* Start the control socket (unless ctl=none) and the flusher thread
+ * (nbdkit: in after_fork, never before).  A control socket at an
+ * explicit ctl=PATH that cannot be created fails the start; at the
+ * default path the failure is only reported.
+ */
 extern int engine_start (struct engine *e);
 
-/* Stop the flusher, then forward what is pending (bounded by
- * timeout_ms); what is left is logged.  Safe to call twice.
+/* Stop the control socket and the flusher, then save what is pending
+ * to the state file (state=FILE) or, without one or if saving fails,
+ * forward it (bounded by timeout_ms); what is left is logged.  Safe to
+ * call twice.
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 
@@ -99,6 +106,49 @@ extern int engine_extents (struct engine *e, uint64_t offset, uint64_t length,
  */
 extern int engine_drain (struct engine *e, uint64_t *commands,
                          uint64_t *bytes);
+
+/* A flush asked for from the control socket: the flusher forwards every
+ * forwardable pending discard, ignoring delay, minlen, idle, rate and
+ * pause, and the asker follows it without blocking anyone.
+ */
+struct engine_flush {
+  uint64_t ticket;
+  uint64_t start_ms;
+  uint64_t forwarded;               /* the counters when it began */
+  uint64_t forwarded_bytes;
+  uint64_t total_bytes;             /* forwardable bytes when it began */
+};
+
+struct engine_flush_progress {
+  uint64_t forwarded;               /* commands sent since it began */
+  uint64_t forwarded_bytes;         /* (by anyone: FUA trims included) */
+  uint64_t total_bytes;
+  uint64_t elapsed_ms;
+};
+
+/* Ask the flusher to forward everything forwardable now. */
+extern void engine_flush_begin (struct engine *e, struct engine_flush *f);
+
+/* Wait at most timeout_ms for flush f, filling *p either way.  Returns
+ * 1 when it is done (nothing forwardable was left), 0 on timeout, or -1
+ * with errno when it stopped early: the backend's error (already
+ * reported), EOPNOTSUPP when the backend cannot discard, ESHUTDOWN when
+ * the engine is stopping.
+ */
+extern int engine_flush_wait (struct engine *e, const struct engine_flush *f,
+                              uint64_t timeout_ms,
+                              struct engine_flush_progress *p);
+
+/* Copy up to max pending extents that end after from, in address order,
+ * into out, and the engine's clock into *now_ticks (the age of x in ms
+ * is *now_ticks - x.time).  Holds the lock for this batch only: call
+ * again from the end of the last extent for the next one.  Returns how
+ * many were copied (0: none left).  Not a snapshot: extents may change
+ * between batches.
+ */
+extern size_t engine_dump_batch (struct engine *e, uint64_t from,
+                                 struct extent *out, size_t max,
+                                 uint32_t *now_ticks);
 
 /* Stop or restart the flusher's forwarding (drain still works). */
 extern void engine_pause (struct engine *e, bool paused);

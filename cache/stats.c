@@ -1,9 +1,13 @@
 /* discardcache: statistics as JSON and as log lines (see stats.h). */
 #include <config.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 
+#include "cleanup.h"
+#include "log.h"
 #include "stats.h"
 
 /* One table drives both formats so a counter cannot be missing from one. */
@@ -30,6 +34,46 @@ stats_write_json (const struct engine_stats *st, FILE *fp)
            st->last_error, st->discard_supported ? "true" : "false",
            st->paused ? "true" : "false");
   return ferror (fp) ? -1 : 0;
+}
+
+int
+stats_write_file (const struct engine_stats *st, const char *path)
+{
+  CLEANUP_FREE char *tmp = NULL;
+  FILE *fp;
+  int saved_errno;
+
+  if (asprintf (&tmp, "%s.tmp", path) == -1) {
+    dc_error ("asprintf: %m");
+    return -1;
+  }
+  fp = fopen (tmp, "w");
+  if (fp == NULL) {
+    dc_error ("statsfile: %s: %m", tmp);
+    return -1;
+  }
+  if (stats_write_json (st, fp) == -1) {
+    saved_errno = errno ? errno : EIO;
+    fclose (fp);
+    goto err;
+  }
+  if (fclose (fp) == EOF) {
+    saved_errno = errno;
+    goto err;
+  }
+  if (rename (tmp, path) == -1) {
+    dc_error ("statsfile: rename %s to %s: %m", tmp, path);
+    unlink (tmp);
+    return -1;
+  }
+  return 0;
+
+ err:
+  errno = saved_errno;
+  dc_error ("statsfile: %s: write error: %m", tmp);
+  unlink (tmp);
+  errno = saved_errno;
+  return -1;
 }
 
 void

@@ -11,6 +11,13 @@
 /* Write st as one JSON object followed by a newline.  Returns 0 or -1. */
 extern int stats_write_json (const struct engine_stats *st, FILE *fp);
 
+/* Write st as JSON to path atomically (a temporary file in the same
+ * directory, then rename), so a reader never sees half a file.  Shared
+ * by the front-ends' statsfile= key.  Returns 0, or -1 with the error
+ * reported and errno set.
+ */
+extern int stats_write_file (const struct engine_stats *st, const char *path);
+
 /* Write st as "name value" lines, for logs.  Each line gets prefix. */
 extern void stats_write_lines (const struct engine_stats *st,
                                void (*emit) (const char *line, void *opaque),

@@ -42,8 +42,6 @@ bad_value (const char *key, const char *value, const char *forms)
   return -1;
 }
 
-#define SIZE_FORMS "a size in bytes with an optional suffix k, M, G, T, P or E (powers of 1024), e.g. 4096 or 64k"
-
 int
 parse_size (const char *key, const char *value, uint64_t *out)
 {
@@ -53,20 +51,18 @@ parse_size (const char *key, const char *value, uint64_t *out)
   const char *p;
 
   if (rest == NULL)
-    return bad_value (key, value, SIZE_FORMS);
+    return bad_value (key, value, PARSE_SIZE_FORMS);
   if (*rest != '\0') {
     if (rest[1] != '\0' || (p = strchr (suffixes, tolower ((unsigned char) *rest))) == NULL)
-      return bad_value (key, value, SIZE_FORMS);
+      return bad_value (key, value, PARSE_SIZE_FORMS);
     for (ptrdiff_t i = 0; i < p - suffixes; i++)
       mult *= 1024;
   }
   if (__builtin_mul_overflow (n, mult, &n) || n > INT64_MAX)
-    return bad_value (key, value, SIZE_FORMS);
+    return bad_value (key, value, PARSE_SIZE_FORMS);
   *out = n;
   return 0;
 }
-
-#define DURATION_FORMS "a duration: a number with an optional suffix ms, s, m or h (seconds if none), e.g. 200ms or 30s"
 
 int
 parse_duration_ms (const char *key, const char *value, uint64_t *out)
@@ -78,16 +74,16 @@ parse_duration_ms (const char *key, const char *value, uint64_t *out)
   const char *rest = parse_digits (value, &n);
 
   if (rest == NULL)
-    return bad_value (key, value, DURATION_FORMS);
+    return bad_value (key, value, PARSE_DURATION_FORMS);
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (strcmp (rest, units[i].suffix) == 0) {
       if (__builtin_mul_overflow (n, units[i].ms, &n) || n > INT64_MAX)
-        return bad_value (key, value, DURATION_FORMS);
+        return bad_value (key, value, PARSE_DURATION_FORMS);
       *out = n;
       return 0;
     }
   }
-  return bad_value (key, value, DURATION_FORMS);
+  return bad_value (key, value, PARSE_DURATION_FORMS);
 }
 
 int

@@ -9,6 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The accepted forms, as the error messages name them. */
+#define PARSE_SIZE_FORMS "a size in bytes with an optional suffix k, M, G, T, P or E (powers of 1024), e.g. 4096 or 64k"
+#define PARSE_DURATION_FORMS "a duration: a number with an optional suffix ms, s, m or h (seconds if none), e.g. 200ms or 30s"
+
 /* A size in nbdkit_parse_size forms: digits with an optional suffix
  * b, k/K, M, G, T, P, E (powers of 1024).  Rejects signs and overflow.
  */

@@ -16,6 +16,7 @@
 #include <nbdkit-plugin.h>
 
 #include "cleanup.h"
+#include "ctl-proto.h"
 #include "engine-config.h"
 #include "engine.h"
 #include "stats.h"
@@ -76,6 +77,8 @@ discardcache_config_complete (void)
   "readonly=BOOL delay=DURATION minlen=SIZE granularity=auto|SIZE\n" \
   "max-discard=auto|SIZE idle=DURATION rate=N max-extents=N\n" \
   "on-full=forward|drop flush-discards=BOOL passthrough=BOOL\n" \
+  "ctl=PATH|none    Control socket for discardctl (default: per pid).\n" \
+  "state=FILE       Keep pending discards across a clean restart.\n" \
   "statsfile=FILE   Write the statistics as JSON here at exit.\n" \
   "See nbdkit-discardcache-plugin(1)."
 
@@ -99,31 +102,6 @@ log_stats_line (const char *line, void *opaque)
   nbdkit_debug ("stats: %s", line);
 }
 
-/* Atomically, so a reader never sees half a file. */
-static void
-write_statsfile (const struct engine_stats *st)
-{
-  CLEANUP_FREE char *tmp = NULL;
-  FILE *fp;
-
-  if (asprintf (&tmp, "%s.tmp", statsfile) == -1) {
-    nbdkit_error ("asprintf: %m");
-    return;
-  }
-  fp = fopen (tmp, "w");
-  if (fp == NULL) {
-    nbdkit_error ("statsfile: %s: %m", tmp);
-    return;
-  }
-  if (stats_write_json (st, fp) == -1 || fclose (fp) == EOF) {
-    nbdkit_error ("statsfile: %s: write error", tmp);
-    unlink (tmp);
-    return;
-  }
-  if (rename (tmp, statsfile) == -1)
-    nbdkit_error ("statsfile: rename %s: %m", statsfile);
-}
-
 static void
 discardcache_cleanup (void)
 {
@@ -136,7 +114,7 @@ discardcache_cleanup (void)
   if (discardcache_debug_stats)
     stats_write_lines (&st, log_stats_line, NULL);
   if (statsfile)
-    write_statsfile (&st);
+    stats_write_file (&st, statsfile);
 }
 
 static void
@@ -144,6 +122,9 @@ discardcache_dump_plugin (void)
 {
   printf ("discardcache_backends=file,blkdev,nbd\n");
   printf ("discardcache_statsfile=yes\n");
+  printf ("discardcache_ctl=yes\n");
+  printf ("discardcache_ctl_protocol=%d\n", CTL_PROTOCOL_VERSION);
+  printf ("discardcache_state=zstd\n");
 }
 
 static void *

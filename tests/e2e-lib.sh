@@ -1,76 +1,102 @@
-# discardcache: the end-to-end stack, shared by the XFS test and the
-# README's main job: sparse file -> nbdkit discardcache -> nbdfuse ->
-# losetup -> mkfs.xfs -> mount -o discard.  Every piece registers its own
+# discardcache: the end-to-end stack, shared by the XFS tests and the
+# README's main job: sparse file -> front-end -> loop -> mkfs.xfs ->
+# mount -o discard.  The front-end is $E2E_FRONTEND:
+#   nbdkit  nbdkit discardcache, reached through nbdfuse (the default)
+#   fuse    discardfuse
+# Both show the image as $E2E_DIR/fuse/disk and write their statistics
+# to $E2E_DIR/stats.json when they stop.  Every piece registers its own
 # teardown (umount, losetup -d, fusermount3 -u, kill by pid) with
 # cleanup_fn, so it all comes down even when a step fails.
 # Source tests/functions.sh first.
 
-# e2e_start DIR SIZE [PLUGIN KEYS...]: discardcache on DIR/backing (SIZE)
-# with the stack over it, mounted -o discard; sets E2E_DEV and E2E_FS.
+: "${E2E_FRONTEND:=nbdkit}"
+
+# e2e_requires: skip unless this front-end's stack can run here.
+e2e_requires ()
+{
+    requires_root
+    requires_fuse
+    requires_loop
+    requires mkfs.xfs -V
+    requires fstrim --version
+    case "$E2E_FRONTEND" in
+    nbdkit)
+        requires "$NBDKIT" --version
+        requires nbdfuse --version ;;
+    fuse)
+        [ -x "$DISCARDFUSE" ] || fail "$DISCARDFUSE is missing: build first (make)" ;;
+    *)
+        fail "E2E_FRONTEND=$E2E_FRONTEND: expected nbdkit or fuse" ;;
+    esac
+}
+
+# e2e_start DIR SIZE [ENGINE KEYS...]: sets E2E_DEV and E2E_FS.
 e2e_start ()
 {
     local dir=$1 size=$2
     shift 2
+    E2E_DIR=$dir
     truncate -s "$size" "$dir/backing"
-    start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
-        backend="$dir/backing" statsfile="$dir/stats.json" "$@"
-    e2e_attach "$dir" "$dir/nbd.sock" discard
+    mkdir -p "$dir/fuse" "$dir/fs"
+    case "$E2E_FRONTEND" in
+    nbdkit)
+        start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
+            backend="$dir/backing" statsfile="$dir/stats.json" "$@"
+        e2e_nbdfuse "$dir" "$dir/nbd.sock" ;;
+    fuse) e2e_start_discardfuse "$dir" "$@" ;;
+    esac
+    e2e_mkfs_mount "$dir" discard
 }
 
 # e2e_attach DIR SOCKET [MOUNT_OPTIONS]: the client half of the stack over
-# any NBD server on SOCKET: nbdfuse DIR/fuse/disk, losetup, mkfs.xfs
-# $E2E_MKFS_OPTS, mount (with MOUNT_OPTIONS, e.g. "discard") on DIR/fs.
-# Sets E2E_DEV and E2E_FS.  Undo with e2e_detach; its hooks also run at
-# exit, and only undo what is still set up, so a script may attach and
-# detach many times.
+# any NBD server on SOCKET: nbdfuse DIR/fuse/disk, then e2e_mkfs_mount.
+# Sets E2E_DEV and E2E_FS; e2e_detach takes it down while the server keeps
+# running.  A script may attach and detach many times.
 e2e_attach ()
 {
-    local dir=$1 sock=$2 opts=${3:-} i
-    E2E_DIR=$dir
-    mkdir -p "$dir/fuse" "$dir/fs"
-    if [ -z "${_e2e_hooks:-}" ]; then
-        _e2e_hooks=1
-        cleanup_fn e2e_stop_nbdfuse
-        cleanup_fn e2e_detach_loop
-        cleanup_fn e2e_umount
-    fi
+    E2E_DIR=$1
+    mkdir -p "$1/fuse" "$1/fs"
+    e2e_nbdfuse "$1" "$2"
+    e2e_mkfs_mount "$1" "${3:-}"
+}
 
-    nbdfuse "$dir/fuse/disk" --unix "$sock" &
+# e2e_nbdfuse DIR SOCKET: nbdfuse shows the NBD server as DIR/fuse/disk.
+e2e_nbdfuse ()
+{
+    nbdfuse "$1/fuse/disk" --unix "$2" &
     E2E_NBDFUSE_PID=$!
-    for (( i = 0; i < 300; i++ )); do
-        [ -e "$dir/fuse/disk" ] && break
-        kill -0 "$E2E_NBDFUSE_PID" 2>/dev/null || fail "nbdfuse exited at start"
-        sleep 0.1
-    done
-    [ -e "$dir/fuse/disk" ] || fail "nbdfuse did not show $dir/fuse/disk"
+    cleanup_fn e2e_stop_nbdfuse
+    wait_started "$E2E_NBDFUSE_PID" nbdfuse 30 test -e "$1/fuse/disk"
+}
 
-    E2E_DEV=$(losetup --direct-io=on -f --show "$dir/fuse/disk") ||
-        fail "losetup on $dir/fuse/disk failed"
+# e2e_mkfs_mount DIR [MOUNT_OPTIONS]: losetup DIR/fuse/disk, mkfs.xfs
+# $E2E_MKFS_OPTS, mount (with MOUNT_OPTIONS, e.g. "discard") on DIR/fs.
+e2e_mkfs_mount ()
+{
+    local dir=$1 opts=${2:-}
+    attach_loop "$dir/fuse/disk" || fail "losetup on $dir/fuse/disk failed"
+    E2E_DEV=$LOOP_DEV
     # shellcheck disable=SC2086
     mkfs.xfs -q ${E2E_MKFS_OPTS:-} "$E2E_DEV" || fail "mkfs.xfs failed"
     E2E_FS=$dir/fs
     mount ${opts:+-o "$opts"} "$E2E_DEV" "$E2E_FS" || fail "mount ${opts:+-o $opts} failed"
+    cleanup_fn umount_if_mounted "$dir/fs"
 }
 
-e2e_umount ()
+e2e_start_discardfuse ()
 {
-    [ -n "${E2E_FS:-}" ] && mountpoint -q "$E2E_FS" && umount "$E2E_FS"
-    return 0
+    local dir=$1
+    shift
+    start_discardfuse "$dir/fuse" backend="$dir/backing" \
+        statsfile="$dir/stats.json" "$@"
+    E2E_DISCARDFUSE_PID=$DISCARDFUSE_PID
 }
 
-# e2e_detach_loop: detach E2E_DEV, once (the number may be reused by
-# someone else's loop device afterwards).
-e2e_detach_loop ()
+# e2e_live_stats: a file with the statistics now, or nothing if the
+# front-end has none while it runs.
+e2e_live_stats ()
 {
-    local i
-    [ -n "${E2E_DEV:-}" ] || return 0
-    losetup -d "$E2E_DEV" 2>/dev/null
-    E2E_DEV=
-    # Detaching is asynchronous; FUSE cannot unmount while loop holds it.
-    for (( i = 0; i < 100; i++ )); do
-        [ -z "$(losetup -j "$E2E_DIR/fuse/disk" 2>/dev/null)" ] && return 0
-        sleep 0.1
-    done
+    [ "$E2E_FRONTEND" = fuse ] && echo "$E2E_DIR/fuse/stats"
 }
 
 e2e_stop_nbdfuse ()
@@ -91,17 +117,25 @@ e2e_stop_nbdfuse ()
 # keeps running.
 e2e_detach ()
 {
-    e2e_umount
-    e2e_detach_loop
+    umount_if_mounted "$E2E_FS"
+    detach_loop "$E2E_DEV"
     e2e_stop_nbdfuse
 }
 
-# e2e_teardown: everything down in order, nbdkit last (it forwards what
-# is pending and writes its statistics at exit).
+# e2e_teardown: everything down in order, the engine last (it forwards
+# what is pending and writes its statistics at exit).
 e2e_teardown ()
 {
-    e2e_detach
-    stop_pidfile "$E2E_DIR/nbdkit.pid" nbdkit
+    case "$E2E_FRONTEND" in
+    nbdkit)
+        e2e_detach
+        stop_pidfile "$E2E_DIR/nbdkit.pid" nbdkit ;;
+    fuse)
+        umount_if_mounted "$E2E_FS"
+        detach_loop "$E2E_DEV"
+        stop_discardfuse "$E2E_DIR/fuse" "$E2E_DISCARDFUSE_PID" ||
+            fail "discardfuse exited with status $?" ;;
+    esac
 }
 
 # e2e_allocated FILE: bytes the file occupies on disk.

@@ -11,6 +11,8 @@ set -u
 : "${abs_top_builddir:=$abs_top_srcdir}"
 : "${NBDKIT:=nbdkit}"
 PLUGIN="$abs_top_builddir/nbd-plugin/.libs/nbdkit-discardcache-plugin.so"
+DISCARDFUSE="$abs_top_builddir/fuse/discardfuse"
+DISCARDCTL="$abs_top_builddir/tools/discardctl"
 
 _cleanup_hooks=()
 _cleanup_status=0
@@ -84,31 +86,51 @@ mktempdir ()
     cleanup_fn rm -rf "$TESTDIR"
 }
 
-# Pids stop_pid has already stopped and reaped.  A cleanup hook that runs
-# later must not signal them again: the kernel may since have given the
-# number to another process (pid_max is 32768 on some of these machines).
-declare -gA _stopped_pids=()
-
-# stop_pid PID NAME: TERM, then fail the test if it has not exited within
-# 60 s (a flusher that never stops is a bug), then KILL.  Only by pid, and
-# only once.
-stop_pid ()
+# await_exit PID NAME AFTER: wait for PID to exit and return its status.
+# If it is still running 60 s later (a flusher that never stops is a
+# bug), fail the test ("... 60 s after AFTER") and KILL it.  Only by pid.
+await_exit ()
 {
-    local pid=$1 name=$2 i
-    [ -z "${_stopped_pids[$pid]+set}" ] || return 0
-    _stopped_pids[$pid]=1
-    kill -TERM "$pid" 2>/dev/null || return 0
+    local pid=$1 name=$2 after=$3 i
     for (( i = 0; i < 600; i++ )); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
-        echo "$0: FAIL: $name (pid $pid) still running 60 s after SIGTERM" >&2
+        echo "$0: FAIL: $name (pid $pid) still running 60 s after $after" >&2
         kill -KILL "$pid" 2>/dev/null
         _cleanup_status=1
     fi
     wait "$pid" 2>/dev/null
+}
+
+# Pids stop_pid has already stopped and reaped.  A cleanup hook that runs
+# later must not signal them again: the kernel may since have given the
+# number to another process (pid_max is 32768 on some of these machines).
+declare -gA _stopped_pids=()
+
+# stop_pid PID NAME: TERM, then await_exit.  Only once for a pid.
+stop_pid ()
+{
+    [ -z "${_stopped_pids[$1]+set}" ] || return 0
+    _stopped_pids[$1]=1
+    kill -TERM "$1" 2>/dev/null || return 0
+    await_exit "$1" "$2" SIGTERM
     return 0
+}
+
+# wait_started PID NAME SECONDS TEST...: wait until the command TEST
+# succeeds; fail if process PID exits first or SECONDS pass.
+wait_started ()
+{
+    local pid=$1 name=$2 secs=$3 i
+    shift 3
+    for (( i = 0; i < secs * 10; i++ )); do
+        "$@" && return 0
+        kill -0 "$pid" 2>/dev/null || fail "$name exited at start"
+        sleep 0.1
+    done
+    fail "$name did not start within $secs s (waited for: $*)"
 }
 
 # start_nbdkit -P PIDFILE ARGS...: run nbdkit -f ARGS in the background,
@@ -117,30 +139,100 @@ start_nbdkit ()
 {
     spawn_nbdkit "$@"
     cleanup_fn stop_pid "$NBDKIT_PID" nbdkit
+    wait_nbdkit "$@"
 }
 
-# spawn_nbdkit -P PIDFILE ARGS...: start_nbdkit without the exit hook, for
-# callers that start many servers one after another and keep their own
-# list of what is still running (tests/bench/lib.sh).  On failure the
-# process is stopped before the test fails.
+# spawn_nbdkit -P PIDFILE ARGS...: the first half of start_nbdkit, without
+# the exit hook, for scripts that start many servers one after another and
+# keep their own list (tests/bench/lib.sh); wait_nbdkit ARGS... is the
+# second half.
 spawn_nbdkit ()
 {
-    local pidfile= i
-    local -a args=("$@")
-    for (( i = 0; i < ${#args[@]} - 1; i++ )); do
-        [ "${args[i]}" = -P ] && pidfile=${args[i+1]}
-    done
-    [ -n "$pidfile" ] || fail "start_nbdkit: -P PIDFILE is required"
+    [ -n "$(_pidfile_arg "$@")" ] || fail "start_nbdkit: -P PIDFILE is required"
     "$NBDKIT" -f "$@" &
     NBDKIT_PID=$!
     unset "_stopped_pids[$NBDKIT_PID]"
-    for (( i = 0; i < 600; i++ )); do
-        [ -s "$pidfile" ] && return 0
-        kill -0 "$NBDKIT_PID" 2>/dev/null || fail "nbdkit $* exited at start"
+}
+
+wait_nbdkit ()
+{
+    wait_started "$NBDKIT_PID" "nbdkit $*" 60 test -s "$(_pidfile_arg "$@")"
+}
+
+_pidfile_arg ()
+{
+    local -a args=("$@")
+    local i
+    for (( i = 0; i < ${#args[@]} - 1; i++ )); do
+        [ "${args[i]}" = -P ] && echo "${args[i+1]}" && return 0
+    done
+    return 0
+}
+
+# start_discardfuse MOUNTPOINT ARGS...: run discardfuse -f ARGS MOUNTPOINT
+# in the background, wait until MOUNTPOINT/disk appears, and unmount it
+# (then wait for that pid) at exit.  Sets DISCARDFUSE_PID.
+start_discardfuse ()
+{
+    local mnt=$1
+    shift
+    "$DISCARDFUSE" -f "$@" "$mnt" &
+    DISCARDFUSE_PID=$!
+    cleanup_fn stop_discardfuse "$mnt" "$DISCARDFUSE_PID"
+    wait_started "$DISCARDFUSE_PID" "discardfuse $* $mnt" 30 test -e "$mnt/disk"
+}
+
+# stop_discardfuse MOUNTPOINT PID: unmount (SIGTERM if the mount is busy
+# or gone), then await_exit; returns discardfuse's exit status.  With PID
+# empty (a daemon, not our child) it only unmounts.
+stop_discardfuse ()
+{
+    local mnt=$1 pid=$2 status=0
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        fusermount3 -u "$mnt" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+        await_exit "$pid" discardfuse unmount
+        status=$?
+    fi
+    # A killed daemon leaves a dead mount ("transport endpoint is not
+    # connected") behind, and a daemon's mount is ours to remove.
+    grep -qF " $mnt fuse" /proc/mounts && fusermount3 -u -z "$mnt" 2>/dev/null
+    return $status
+}
+
+# umount_if_mounted DIR: for cleanup hooks.
+umount_if_mounted ()
+{
+    mountpoint -q "$1" && umount "$1"
+    return 0
+}
+
+# attach_loop FILE: losetup --direct-io=on -f --show FILE; sets LOOP_DEV
+# and detaches it at exit unless detach_loop did first.  Each device is
+# detached once only: tests run in parallel, and a loop device detached
+# twice may belong to another test by the second time.
+declare -A _loop_files=()
+attach_loop ()
+{
+    LOOP_DEV=$(losetup --direct-io=on -f --show "$1") || return 1
+    _loop_files[$LOOP_DEV]=$1
+    cleanup_fn detach_loop "$LOOP_DEV"
+}
+
+# detach_loop DEV: if attach_loop attached DEV and it is still attached,
+# losetup -d it and wait (up to 10 s) until no loop device holds its
+# file: detaching is asynchronous, and FUSE cannot unmount while loop
+# holds its file.
+detach_loop ()
+{
+    local dev=$1 file=${_loop_files[$1]:-} i
+    [ -n "$file" ] || return 0
+    unset "_loop_files[$dev]"
+    losetup -d "$dev" 2>/dev/null
+    for (( i = 0; i < 100; i++ )); do
+        [ -z "$(losetup -j "$file" 2>/dev/null)" ] && return 0
         sleep 0.1
     done
-    stop_pid "$NBDKIT_PID" nbdkit
-    fail "nbdkit $* did not write $pidfile within 60 s"
+    return 1
 }
 
 # stop_pidfile PIDFILE NAME: stop the process whose pid PIDFILE holds.
@@ -165,4 +257,10 @@ wait_for_file ()
 json_get ()
 {
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+}
+
+# fd_count PID: descriptors the process holds now.
+fd_count ()
+{
+    ls "/proc/$1/fd" | wc -l
 }

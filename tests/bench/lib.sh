@@ -28,6 +28,7 @@ bench_start ()
     spawn_nbdkit -U "$BENCH_DIR/$name.sock" -P "$BENCH_DIR/$name.pid" "$@"
     _bench_names+=("$name")
     _bench_pids[$name]=$NBDKIT_PID
+    wait_nbdkit -U "$BENCH_DIR/$name.sock" -P "$BENCH_DIR/$name.pid" "$@"
 }
 
 # bench_stop NAME: SIGTERM, wait for the exit (stop_pid fails the run if

@@ -104,8 +104,10 @@ test_write_cancels_middle (void **state)
   assert_int_equal (stats ().cancelled_by_writes, 4 * KiB);
   assert_int_equal (stats ().pending_extents, 2);
   assert_int_equal (stats ().pending_bytes, 60 * KiB);
-  /* Reads of a pending range return the backend's data. */
-  assert_filled (0, 16 * KiB, 0xaa);
+  /* Pending ranges read as zeros (the backend still holds 0xaa). */
+  assert_filled (0, 16 * KiB, 0);
+  assert_filled (20 * KiB, 44 * KiB, 0);
+  assert_true (fx.mem->data[0] == 0xaa);
 
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
   assert_int_equal (calls (c), 2);
@@ -118,6 +120,28 @@ test_write_cancels_middle (void **state)
   assert_int_equal (stats ().forwarded, 2);
   assert_int_equal (stats ().forwarded_bytes, 60 * KiB);
   assert_int_equal (stats ().pending_extents, 0);
+}
+
+static void
+test_pending_reads_zero (void **state)
+{
+  static unsigned char buf[64 * KiB];
+
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  fill (0, 64 * KiB, 0x11);
+  assert_int_equal (engine_trim (fx.e, 1000, 3000, false), 0);
+  assert_int_equal (engine_trim (fx.e, 40 * KiB, 100 * KiB, false), 0);
+  assert_int_equal (engine_pread (fx.e, buf, 64 * KiB, 0), 0);
+  for (uint32_t i = 0; i < 64 * KiB; i++) {
+    bool pending = (i >= 1000 && i < 4000) || i >= 40 * KiB;
+
+    if (buf[i] != (pending ? 0 : 0x11))
+      fail_msg ("byte %u: %#x", i, buf[i]);
+  }
+  /* A write over part of it reads back at once. */
+  fill (2 * KiB, 1 * KiB, 0x22);
+  assert_filled (2 * KiB, 1 * KiB, 0x22);
+  assert_filled (1000, 1048, 0);
 }
 
 static void
@@ -455,10 +479,14 @@ test_write_waits_for_inflight (void **state)
 
   open_engine (NULL, 4 * KiB, 64 * MiB);
   fx.mem->discard_delay_ms = 300;
+  fill (0, 64 * KiB, 0x55);
   assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
   assert_int_equal (pthread_create (&t, NULL, drain_thread, NULL), 0);
   sleep_ms (100);
   assert_int_equal (stats ().inflight, 1);
+  /* In flight, the backend still holds 0x55; the read says zeros. */
+  assert_true (fx.mem->data[16 * KiB] == 0x55);
+  assert_filled (16 * KiB, 4 * KiB, 0);
   fill (8 * KiB, 4 * KiB, 0xcc);
   assert_int_equal (stats ().write_waits, 1);
   pthread_join (t, NULL);
@@ -472,6 +500,7 @@ main (void)
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_teardown (name, teardown)
     T (test_write_cancels_middle),
+    T (test_pending_reads_zero),
     T (test_zero_cancels),
     T (test_merge_counts),
     T (test_alignment_keeps_fragments),

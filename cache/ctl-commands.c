@@ -1,0 +1,250 @@
+/* discardcache: what each control request does (protocol in
+ * ctl-proto.h).  Every engine call returns before anything is written
+ * to the client, so the engine's lock is never held across a send.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl-internal.h"
+#include "engine.h"
+#include "log.h"
+#include "stats.h"
+
+/* How often a waiting flush looks at the client and reports progress. */
+#define PROGRESS_INTERVAL_MS 250
+/* Extents copied under the lock at a time by dump. */
+#define DUMP_BATCH 4096
+
+int
+ctl_hello (struct ctl_client *c)
+{
+  FILE *fp = ctl_out_open (c);
+
+  if (fp == NULL)
+    return -1;
+  fprintf (fp, "{\"ok\":true,\"hello\":\"discardcache\",\"protocol\":%d,"
+           "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d}\n",
+           CTL_PROTOCOL_VERSION, PACKAGE_VERSION, (int) getpid (),
+           CTL_MAX_LINE);
+  return ctl_out_send (c);
+}
+
+/* The statistics are exactly the statsfile's JSON, with "ok" first. */
+static int
+do_stats (struct ctl_client *c)
+{
+  struct engine_stats st;
+  char *json = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream (&json, &len);
+  FILE *fp;
+
+  if (mem == NULL)
+    return ctl_send_error (c, "out of memory");
+  engine_get_stats (c->s->e, &st);
+  stats_write_json (&st, mem);
+  if (fclose (mem) != 0 || len < 2 || (fp = ctl_out_open (c)) == NULL) {
+    free (json);
+    return ctl_send_error (c, "out of memory");
+  }
+  fprintf (fp, "{\"ok\":true,%s", json + 1);
+  free (json);
+  return ctl_out_send (c);
+}
+
+static int
+send_progress (struct ctl_client *c, const struct engine_flush_progress *p)
+{
+  FILE *fp = ctl_out_open (c);
+
+  if (fp == NULL)
+    return -1;
+  fprintf (fp, "{\"progress\":true,\"forwarded\":%" PRIu64
+           ",\"forwarded_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64
+           ",\"elapsed_ms\":%" PRIu64 "}\n", p->forwarded, p->forwarded_bytes,
+           p->total_bytes, p->elapsed_ms);
+  return ctl_out_send (c);
+}
+
+static int
+flush_failed (struct ctl_client *c, int err)
+{
+  char msg[256];
+
+  if (err == ESHUTDOWN)
+    return ctl_send_error (c, "the server is stopping");
+  if (err == EOPNOTSUPP)
+    return ctl_send_error (c, "the backend does not support discard: "
+                           "forwarding is off");
+  snprintf (msg, sizeof msg, "a discard failed (%s): what is left stays "
+            "pending and is retried", strerror (err));
+  return ctl_send_error (c, msg);
+}
+
+static int
+flush_done (struct ctl_client *c, const struct engine_flush_progress *p)
+{
+  struct engine_stats st;
+  FILE *fp = ctl_out_open (c);
+
+  if (fp == NULL)
+    return -1;
+  engine_get_stats (c->s->e, &st);
+  fprintf (fp, "{\"ok\":true,\"flush\":\"done\",\"forwarded\":%" PRIu64
+           ",\"forwarded_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64
+           ",\"elapsed_ms\":%" PRIu64 ",\"pending_extents\":%" PRIu64
+           ",\"pending_bytes\":%" PRIu64 ",\"subgranule_bytes\":%" PRIu64 "}\n",
+           p->forwarded, p->forwarded_bytes, p->total_bytes, p->elapsed_ms,
+           st.pending_extents, st.pending_bytes, st.subgranule_bytes);
+  return ctl_out_send (c);
+}
+
+/* The flusher does the work; this thread only watches it, so other
+ * clients are served meanwhile and a stop is noticed within an interval.
+ */
+static int
+do_flush (struct ctl_client *c, const struct ctl_request *req)
+{
+  struct engine_flush f;
+  struct engine_flush_progress p;
+  FILE *fp;
+  int r;
+
+  engine_flush_begin (c->s->e, &f);
+  if (!req->wait) {
+    if ((fp = ctl_out_open (c)) == NULL)
+      return -1;
+    fprintf (fp, "{\"ok\":true,\"flush\":\"started\",\"total_bytes\":%"
+             PRIu64 "}\n", f.total_bytes);
+    return ctl_out_send (c);
+  }
+  while ((r = engine_flush_wait (c->s->e, &f, PROGRESS_INTERVAL_MS, &p)) == 0) {
+    if (ctl_stopping (c->s))
+      return flush_failed (c, ESHUTDOWN);
+    if (ctl_client_gone (c))
+      return -1;
+    if (req->progress && send_progress (c, &p) == -1)
+      return -1;
+  }
+  return r == 1 ? flush_done (c, &p) : flush_failed (c, errno);
+}
+
+static void
+put_extents (FILE *fp, const struct extent *x, size_t n, uint32_t now)
+{
+  for (size_t i = 0; i < n; i++)
+    fprintf (fp, "{\"offset\":%" PRIu64 ",\"length\":%" PRIu64
+             ",\"age_ms\":%" PRIu32 "}\n", x[i].offset, x[i].length,
+             now >= x[i].time ? now - x[i].time : 0);
+}
+
+/* Batches taken under the lock, each sent without it. */
+static int
+do_dump (struct ctl_client *c)
+{
+  struct extent *batch = malloc (DUMP_BATCH * sizeof *batch);
+  uint64_t from = 0, count = 0, bytes = 0;
+  uint32_t now;
+  size_t n;
+  FILE *fp;
+
+  if (batch == NULL)
+    return ctl_send_error (c, "out of memory");
+  while ((n = engine_dump_batch (c->s->e, from, batch, DUMP_BATCH, &now)) > 0) {
+    if (ctl_stopping (c->s) || (fp = ctl_out_open (c)) == NULL)
+      break;
+    put_extents (fp, batch, n, now);
+    if (ctl_out_send (c) == -1)
+      break;
+    for (size_t i = 0; i < n; i++)
+      bytes += batch[i].length;
+    count += n;
+    from = batch[n - 1].offset + batch[n - 1].length;
+  }
+  free (batch);
+  if (n > 0)
+    return -1;
+  if ((fp = ctl_out_open (c)) == NULL)
+    return -1;
+  fprintf (fp, "{\"ok\":true,\"dump\":\"done\",\"extents\":%" PRIu64
+           ",\"bytes\":%" PRIu64 "}\n", count, bytes);
+  return ctl_out_send (c);
+}
+
+static int
+do_pause (struct ctl_client *c, bool paused)
+{
+  FILE *fp;
+
+  engine_pause (c->s->e, paused);
+  if ((fp = ctl_out_open (c)) == NULL)
+    return -1;
+  fprintf (fp, "{\"ok\":true,\"paused\":%s}\n", paused ? "true" : "false");
+  return ctl_out_send (c);
+}
+
+static int
+do_set (struct ctl_client *c, const struct ctl_request *req)
+{
+  char msg[512];
+  FILE *fp;
+
+  if (!engine_config_key_is_runtime (req->key)) {
+    snprintf (msg, sizeof msg, "set %s: cannot be changed while running: "
+              "the runtime keys are %s", req->key, engine_config_runtime_keys);
+    return ctl_send_error (c, msg);
+  }
+  if (engine_set (c->s->e, req->key, req->value) == -1) {
+    snprintf (msg, sizeof msg, "set %s=%s: invalid value: expected %s",
+              req->key, req->value, engine_config_forms (req->key));
+    return ctl_send_error (c, msg);
+  }
+  if ((fp = ctl_out_open (c)) == NULL)
+    return -1;
+  fputs ("{\"ok\":true,\"set\":", fp);
+  ctl_json_string (fp, req->key);
+  fputs (",\"value\":", fp);
+  ctl_json_string (fp, req->value);
+  fputs ("}\n", fp);
+  return ctl_out_send (c);
+}
+
+static int
+do_help (struct ctl_client *c)
+{
+  FILE *fp = ctl_out_open (c);
+
+  if (fp == NULL)
+    return -1;
+  fprintf (fp, "{\"ok\":true,\"protocol\":%d,\"commands\":\"%s\"}\n",
+           CTL_PROTOCOL_VERSION, CTL_COMMANDS);
+  return ctl_out_send (c);
+}
+
+int
+ctl_handle_line (struct ctl_client *c, char *line, size_t len)
+{
+  struct ctl_request req;
+  char err[512];
+
+  if (ctl_parse_request (line, len, &req, err, sizeof err) == -1) {
+    dc_debug ("ctl: bad request: %s", err);
+    return ctl_send_error (c, err);
+  }
+  switch (req.command) {
+  case CTL_STATS: return do_stats (c);
+  case CTL_FLUSH: return do_flush (c, &req);
+  case CTL_DUMP: return do_dump (c);
+  case CTL_PAUSE: return do_pause (c, true);
+  case CTL_RESUME: return do_pause (c, false);
+  case CTL_SET: return do_set (c, &req);
+  case CTL_HELP: return do_help (c);
+  }
+  return ctl_send_error (c, "internal error: unhandled command");
+}

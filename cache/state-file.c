@@ -1,0 +1,311 @@
+/* discardcache: the state file on disk (invariant 4).  Written only at a
+ * clean stop, atomically (FILE.tmp, fsync, rename, fsync the directory);
+ * at the next start it is checked against the backend and consumed
+ * (removed, the directory fsynced) before the first request is served,
+ * so after a crash there is nothing left to replay.  A file that does
+ * not match or does not check out is renamed to FILE.rejected and never
+ * applied.  The format is in state.c.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arith.h"
+#include "cleanup.h"
+#include "engine-internal.h"
+#include "log.h"
+#include "state.h"
+
+/* Anything larger is not one of ours: 1M extents take a few MiB. */
+#define STATE_MAX_FILE (UINT64_C (1) << 30)
+
+/* Make a rename or unlink in path's directory durable. */
+static int
+fsync_dir (const char *path)
+{
+  CLEANUP_FREE char *copy = strdup (path);
+  int fd, r;
+
+  if (copy == NULL)
+    return -1;
+  fd = open (dirname (copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd == -1)
+    return -1;
+  r = fsync (fd);
+  close (fd);
+  return r;
+}
+
+/* A regular file's modification time tells whether something else wrote
+ * it between our stop and our start; 0 if unknown or not a file.
+ */
+static uint64_t
+file_mtime_ns (const struct backend_identity *b)
+{
+  struct stat st;
+
+  if (strcmp (b->kind, "file") != 0 || stat (b->name, &st) == -1 ||
+      st.st_dev != b->dev || st.st_ino != b->ino)
+    return 0;
+  return (uint64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+static void
+current_identity (const struct engine *e, struct state_identity *id)
+{
+  const struct backend_identity *b = &e->backend->identity;
+
+  memset (id, 0, sizeof *id);
+  snprintf (id->kind, sizeof id->kind, "%s", b->kind);
+  id->dev = b->dev;
+  id->ino = b->ino;
+  id->size = e->backend->size;
+  id->granularity = e->granularity;
+  id->mtime_ns = file_mtime_ns (b);
+  snprintf (id->name, sizeof id->name, "%s", b->name);
+}
+
+/* Saving. */
+
+static int
+or_bits (const struct extent *x, void *opaque)
+{
+  *(uint64_t *) opaque |= x->offset | x->length;
+  return 0;
+}
+
+static int
+encode_one (const struct extent *x, void *opaque)
+{
+  return state_encoder_add (opaque, x->offset, x->length);
+}
+
+/* Two passes over the map: the first finds the largest power of two
+ * dividing every offset and length, so the varints count in that unit.
+ */
+static int
+encode_map_locked (struct engine *e, void **image, size_t *len)
+{
+  struct state_encoder *enc;
+  struct state_identity id;
+  uint64_t bits = 0;
+  int r = -1;
+
+  extmap_iterate (e->map, 0, or_bits, &bits);
+  enc = state_encoder_new (bits ? bits & -bits : 1);
+  if (enc == NULL)
+    return -1;
+  current_identity (e, &id);
+  if (extmap_iterate (e->map, 0, encode_one, enc) == 0)
+    r = state_encoder_finish (enc, &id, image, len);
+  state_encoder_free (enc);
+  return r;
+}
+
+static int
+write_all (int fd, const unsigned char *p, size_t len)
+{
+  while (len > 0) {
+    ssize_t n = write (fd, p, len);
+
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1)
+      return -1;
+    p += n;
+    len -= n;
+  }
+  return 0;
+}
+
+static int
+write_atomically (const char *path, const void *image, size_t len)
+{
+  CLEANUP_FREE char *tmp = NULL;
+  const char *step;
+  int fd;
+
+  if (asprintf (&tmp, "%s.tmp", path) == -1) {
+    dc_error ("state=%s: out of memory", path);
+    return -1;
+  }
+  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd == -1) {
+    dc_error ("state=%s: cannot create %s: %m", path, tmp);
+    return -1;
+  }
+  step = write_all (fd, image, len) == -1 ? "write"
+       : fsync (fd) == -1 ? "fsync" : NULL;
+  if (close (fd) == -1 && step == NULL)
+    step = "close";
+  if (step == NULL && rename (tmp, path) == -1)
+    step = "rename";
+  if (step) {
+    dc_error ("state=%s: %s %s: %m", path, step, tmp);
+    unlink (tmp);
+    return -1;
+  }
+  if (fsync_dir (path) == -1)
+    dc_error ("state=%s: fsync of its directory: %m (saved, maybe not durable)",
+              path);
+  return 0;
+}
+
+int
+engine_state_save (struct engine *e)
+{
+  CLEANUP_FREE void *image = NULL;
+  size_t len, n;
+  uint64_t bytes;
+  int r;
+
+  pthread_mutex_lock (&e->lock);
+  n = extmap_count (e->map);
+  bytes = extmap_bytes (e->map);
+  r = n ? encode_map_locked (e, &image, &len) : 0;
+  pthread_mutex_unlock (&e->lock);
+  if (n == 0) {
+    dc_debug ("state=%s: nothing pending, no state file written", e->cfg.state);
+    return 0;
+  }
+  if (r == -1 || write_atomically (e->cfg.state, image, len) == -1)
+    return -1;
+  dc_debug ("state=%s: saved %zu pending extents (%" PRIu64 " bytes) in %zu "
+            "bytes", e->cfg.state, n, bytes, len);
+  return 0;
+}
+
+/* Loading. */
+
+/* 1 with the contents, 0 if there is no file, -1 (reported) otherwise;
+ * a file too large to be ours is read as its first bytes only, which
+ * the header check then refuses.
+ */
+static int
+read_file (const char *path, unsigned char **buf, size_t *len)
+{
+  struct stat st;
+  ssize_t n;
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+  if (fd == -1 && errno == ENOENT)
+    return 0;
+  if (fd == -1 || fstat (fd, &st) == -1) {
+    dc_error ("state=%s: %m: cannot read it, and it must not be left to be "
+              "replayed later; fix or remove it", path);
+    if (fd >= 0)
+      close (fd);
+    return -1;
+  }
+  if (!S_ISREG (st.st_mode)) {
+    dc_error ("state=%s: not a regular file: expected the path of a state "
+              "file (or none yet)", path);
+    close (fd);
+    errno = EINVAL;
+    return -1;
+  }
+  *len = MIN ((uint64_t) st.st_size, STATE_MAX_FILE);
+  *buf = malloc (*len ? *len : 1);
+  n = *buf ? pread (fd, *buf, *len, 0) : -1;
+  if (n == -1)
+    dc_error ("state=%s: read: %m", path);
+  close (fd);
+  if (n == -1)
+    return -1;
+  *len = n;
+  return 1;
+}
+
+/* Set a refused file aside so that it is never applied, even to the
+ * backend it was made for, once that backend may have been written.
+ */
+static int
+reject (const char *path, const char *why)
+{
+  CLEANUP_FREE char *aside = NULL;
+
+  if (asprintf (&aside, "%s.rejected", path) == -1) {
+    dc_error ("state=%s: out of memory", path);
+    return -1;
+  }
+  if (rename (path, aside) == -1 || fsync_dir (path) == -1) {
+    dc_error ("state=%s: refused (%s), and cannot rename it to %s: %m; "
+              "remove it", path, why, aside);
+    return -1;
+  }
+  dc_error ("state=%s: refused, nothing applied: %s (renamed to %s)",
+            path, why, aside);
+  return 0;
+}
+
+struct apply {
+  struct engine *e;
+  uint32_t ticks;
+};
+
+/* Loaded extents are queued now, so they wait their delay again. */
+static int
+apply_one (uint64_t offset, uint64_t length, void *opaque)
+{
+  struct apply *a = opaque;
+  struct engine *e = a->e;
+
+  if (extmap_insert (e->map, offset, length, a->ticks) == -1) {
+    e->stats.dropped++;
+    e->stats.dropped_bytes += length;
+    e->stats.dropped_nomem_bytes += length;
+  }
+  return 0;
+}
+
+int
+engine_state_load (struct engine *e)
+{
+  const char *path = e->cfg.state;
+  CLEANUP_FREE unsigned char *buf = NULL;
+  struct state_identity now;
+  struct state_header h;
+  struct apply a = { .e = e };
+  char why[512];
+  size_t len;
+  int r;
+
+  if (e->backend->limits.read_only) {
+    dc_debug ("state=%s: read-only, not loaded (a writable start consumes it)",
+              path);
+    return 0;
+  }
+  r = read_file (path, &buf, &len);
+  if (r <= 0) {
+    if (r == 0)
+      dc_debug ("state=%s: no state file, nothing to load", path);
+    return r;
+  }
+  current_identity (e, &now);
+  if (state_read_header (buf, len, &h, why, sizeof why) == -1 ||
+      state_check_identity (&h, &now, why, sizeof why) == -1 ||
+      state_decode_extents (buf, &h, NULL, NULL, why, sizeof why) == -1)
+    return reject (path, why);
+  if (unlink (path) == -1 || fsync_dir (path) == -1) {
+    dc_error ("state=%s: cannot remove it after reading it: %m; not serving, "
+              "as a crash would replay it later", path);
+    return -1;
+  }
+  pthread_mutex_lock (&e->lock);
+  a.ticks = engine_ticks (e);
+  state_decode_extents (buf, &h, apply_one, &a, why, sizeof why);
+  e->map_generation++;
+  engine_enforce_bound_locked (e);
+  pthread_mutex_unlock (&e->lock);
+  dc_debug ("state=%s: loaded %" PRIu64 " pending extents (%" PRIu64
+            " bytes) and removed the file", path, h.count, h.bytes);
+  return 0;
+}

@@ -1,0 +1,520 @@
+/* discardcache: the state file's format (see state.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include <zstd.h>
+
+#include "arith.h"
+#include "log.h"
+#include "state.h"
+
+static const char magic[8] = "DCSTATE";   /* and its NUL */
+
+/* Offsets of the header fields (see state.h). */
+enum {
+  OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12, OFF_KIND = 16,
+  OFF_DEV = 24, OFF_INO = 32, OFF_SIZE = 40, OFF_GRANULARITY = 48,
+  OFF_MTIME = 56, OFF_COUNT = 64, OFF_BYTES = 72, OFF_SHIFT = 80,
+  OFF_NAMELEN = 84, OFF_RAWLEN = 88, OFF_PAYLEN = 96, OFF_CRC = 104,
+  OFF_RESERVED = 108,
+};
+
+/* Fast enough for a 1M-extent file and still cheap to set up; the
+ * payload is small, so a higher level buys little.
+ */
+#define COMPRESSION_LEVEL 3
+/* Decompression window limit: our frames never need more, and a forged
+ * frame cannot make the loader allocate more than this.
+ */
+#define WINDOW_LOG_MAX 24
+#define VARINT_MAX 10
+
+static void
+put32 (unsigned char *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = v >> (8 * i);
+}
+
+static void
+put64 (unsigned char *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    p[i] = v >> (8 * i);
+}
+
+static uint32_t
+get32 (const unsigned char *p)
+{
+  uint32_t v = 0;
+
+  for (int i = 3; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static uint64_t
+get64 (const unsigned char *p)
+{
+  uint64_t v = 0;
+
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* CRC-32C (Castagnoli), reflected, table-driven; the table is built on
+ * the stack per call (256 entries), which costs nothing beside a file.
+ */
+static uint32_t
+crc32c (uint32_t crc, const unsigned char *p, size_t n)
+{
+  uint32_t table[256];
+
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? (c >> 1) ^ 0x82f63b78 : c >> 1;
+    table[i] = c;
+  }
+  crc = ~crc;
+  while (n--)
+    crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+uint32_t
+state_checksum (const void *image, size_t len)
+{
+  const unsigned char *p = image;
+  static const unsigned char zero[4];
+  uint32_t crc;
+
+  crc = crc32c (0, p, OFF_CRC);
+  crc = crc32c (crc, zero, sizeof zero);
+  return crc32c (crc, p + OFF_CRC + 4, len - OFF_CRC - 4);
+}
+
+/* Encoding. */
+
+struct state_encoder {
+  unsigned shift;
+  uint64_t prev_end;
+  uint64_t count;
+  uint64_t bytes;
+  unsigned char *raw;
+  size_t len;
+  size_t cap;
+};
+
+struct state_encoder *
+state_encoder_new (uint64_t unit)
+{
+  struct state_encoder *enc;
+
+  if (!is_power_of_2 (unit)) {
+    dc_error ("state: unit %" PRIu64 " is not a power of two", unit);
+    errno = EINVAL;
+    return NULL;
+  }
+  enc = calloc (1, sizeof *enc);
+  if (enc == NULL) {
+    dc_error ("state: out of memory");
+    return NULL;
+  }
+  enc->shift = __builtin_ctzll (unit);
+  return enc;
+}
+
+static int
+put_varint (struct state_encoder *enc, uint64_t v)
+{
+  if (enc->cap - enc->len < VARINT_MAX) {
+    size_t cap = enc->cap ? enc->cap * 2 : 65536;
+    unsigned char *raw = realloc (enc->raw, cap);
+
+    if (raw == NULL) {
+      dc_error ("state: out of memory (%zu bytes)", cap);
+      return -1;
+    }
+    enc->raw = raw;
+    enc->cap = cap;
+  }
+  do {
+    enc->raw[enc->len++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+    v >>= 7;
+  } while (v);
+  return 0;
+}
+
+int
+state_encoder_add (struct state_encoder *enc, uint64_t offset, uint64_t length)
+{
+  uint64_t mask = (UINT64_C (1) << enc->shift) - 1;
+
+  if (length == 0 || offset < enc->prev_end || ((offset | length) & mask) ||
+      offset + length < offset) {
+    dc_error ("state: extent [%" PRIu64 ", +%" PRIu64 ") is out of order, "
+              "empty or not a multiple of the unit", offset, length);
+    errno = EINVAL;
+    return -1;
+  }
+  if (put_varint (enc, (offset - enc->prev_end) >> enc->shift) == -1 ||
+      put_varint (enc, length >> enc->shift) == -1)
+    return -1;
+  enc->prev_end = offset + length;
+  enc->count++;
+  enc->bytes += length;
+  return 0;
+}
+
+static void
+put_header (unsigned char *img, const struct state_encoder *enc,
+            const struct state_identity *id, size_t namelen,
+            size_t payload_len)
+{
+  memset (img, 0, STATE_HEADER_SIZE);
+  memcpy (img + OFF_MAGIC, magic, sizeof magic);
+  put32 (img + OFF_VERSION, STATE_VERSION);
+  put32 (img + OFF_HSIZE, STATE_HEADER_SIZE);
+  memcpy (img + OFF_KIND, id->kind, strnlen (id->kind, sizeof id->kind - 1));
+  put64 (img + OFF_DEV, id->dev);
+  put64 (img + OFF_INO, id->ino);
+  put64 (img + OFF_SIZE, id->size);
+  put64 (img + OFF_GRANULARITY, id->granularity);
+  put64 (img + OFF_MTIME, id->mtime_ns);
+  put64 (img + OFF_COUNT, enc->count);
+  put64 (img + OFF_BYTES, enc->bytes);
+  put32 (img + OFF_SHIFT, enc->shift);
+  put32 (img + OFF_NAMELEN, namelen);
+  put64 (img + OFF_RAWLEN, enc->len);
+  put64 (img + OFF_PAYLEN, payload_len);
+}
+
+static int
+compress_payload (const struct state_encoder *enc, void *dst, size_t cap,
+                  size_t *out)
+{
+  ZSTD_CCtx *cctx = ZSTD_createCCtx ();
+  size_t r;
+
+  if (cctx == NULL) {
+    dc_error ("state: out of memory for zstd");
+    errno = ENOMEM;
+    return -1;
+  }
+  ZSTD_CCtx_setParameter (cctx, ZSTD_c_compressionLevel, COMPRESSION_LEVEL);
+  /* zstd's own checksum of the decompressed bytes, beside our CRC of
+   * the file: a decoder bug cannot pass for valid extents.
+   */
+  ZSTD_CCtx_setParameter (cctx, ZSTD_c_checksumFlag, 1);
+  r = ZSTD_compress2 (cctx, dst, cap, enc->raw ? enc->raw : (void *) "",
+                      enc->len);
+  ZSTD_freeCCtx (cctx);
+  if (ZSTD_isError (r)) {
+    dc_error ("state: zstd compression failed: %s", ZSTD_getErrorName (r));
+    errno = EIO;
+    return -1;
+  }
+  *out = r;
+  return 0;
+}
+
+int
+state_encoder_finish (struct state_encoder *enc,
+                      const struct state_identity *id,
+                      void **image, size_t *len)
+{
+  size_t namelen = strnlen (id->name, sizeof id->name - 1);
+  size_t bound = ZSTD_compressBound (enc->len);
+  unsigned char *img = malloc (STATE_HEADER_SIZE + namelen + bound);
+  size_t payload_len;
+
+  if (img == NULL) {
+    dc_error ("state: out of memory");
+    return -1;
+  }
+  memcpy (img + STATE_HEADER_SIZE, id->name, namelen);
+  if (compress_payload (enc, img + STATE_HEADER_SIZE + namelen, bound,
+                        &payload_len) == -1) {
+    free (img);
+    return -1;
+  }
+  *len = STATE_HEADER_SIZE + namelen + payload_len;
+  put_header (img, enc, id, namelen, payload_len);
+  put32 (img + OFF_CRC, state_checksum (img, *len));
+  *image = img;
+  return 0;
+}
+
+void
+state_encoder_free (struct state_encoder *enc)
+{
+  if (enc) {
+    free (enc->raw);
+    free (enc);
+  }
+}
+
+/* Decoding. */
+
+static int
+fail (char *why, size_t whylen, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static int
+fail (char *why, size_t whylen, const char *fmt, ...)
+{
+  va_list args;
+
+  va_start (args, fmt);
+  vsnprintf (why, whylen, fmt, args);
+  va_end (args);
+  return -1;
+}
+
+static void
+get_identity (const unsigned char *p, size_t namelen, struct state_identity *id)
+{
+  memset (id, 0, sizeof *id);
+  memcpy (id->kind, p + OFF_KIND, sizeof id->kind - 1);
+  id->dev = get64 (p + OFF_DEV);
+  id->ino = get64 (p + OFF_INO);
+  id->size = get64 (p + OFF_SIZE);
+  id->granularity = get64 (p + OFF_GRANULARITY);
+  id->mtime_ns = get64 (p + OFF_MTIME);
+  memcpy (id->name, p + STATE_HEADER_SIZE, namelen);
+}
+
+int
+state_read_header (const void *image, size_t len, struct state_header *h,
+                   char *why, size_t whylen)
+{
+  const unsigned char *p = image;
+  uint32_t version, namelen;
+  uint64_t expect;
+
+  if (len < STATE_HEADER_SIZE)
+    return fail (why, whylen, "truncated: %zu bytes, less than the %d-byte "
+                 "header", len, STATE_HEADER_SIZE);
+  if (memcmp (p, magic, sizeof magic) != 0)
+    return fail (why, whylen, "not a discardcache state file (bad magic)");
+  version = get32 (p + OFF_VERSION);
+  if (version != STATE_VERSION)
+    return fail (why, whylen, "format version %" PRIu32 ", this discardcache "
+                 "reads version %d", version, STATE_VERSION);
+  namelen = get32 (p + OFF_NAMELEN);
+  h->payload_len = get64 (p + OFF_PAYLEN);
+  if (get32 (p + OFF_HSIZE) != STATE_HEADER_SIZE ||
+      namelen >= sizeof h->id.name || p[OFF_KIND + 7] != 0 ||
+      get32 (p + OFF_SHIFT) > 62 || get32 (p + OFF_RESERVED) != 0)
+    return fail (why, whylen, "corrupt header");
+  expect = STATE_HEADER_SIZE + namelen;
+  if (ADD_OVERFLOW (expect, h->payload_len, &expect) || expect != len)
+    return fail (why, whylen, "%zu bytes, the header says %" PRIu64
+                 ": truncated or corrupt", len, expect);
+  if (get32 (p + OFF_CRC) != state_checksum (image, len))
+    return fail (why, whylen, "checksum mismatch: the file is corrupt");
+  get_identity (p, namelen, &h->id);
+  h->count = get64 (p + OFF_COUNT);
+  h->bytes = get64 (p + OFF_BYTES);
+  h->unit_shift = get32 (p + OFF_SHIFT);
+  h->raw_len = get64 (p + OFF_RAWLEN);
+  h->payload_offset = STATE_HEADER_SIZE + namelen;
+  return 0;
+}
+
+/* Backends whose identity is a device and inode; the others are named. */
+static bool
+has_inode (const char *kind)
+{
+  return strcmp (kind, "file") == 0 || strcmp (kind, "blkdev") == 0;
+}
+
+int
+state_check_identity (const struct state_header *h,
+                      const struct state_identity *now,
+                      char *why, size_t whylen)
+{
+  const struct state_identity *was = &h->id;
+
+  if (strcmp (was->kind, now->kind) != 0)
+    return fail (why, whylen, "saved for a %s backend, this one is %s",
+                 was->kind, now->kind);
+  if (has_inode (now->kind) && (was->dev != now->dev || was->ino != now->ino))
+    return fail (why, whylen, "saved for another %s (device %u:%u inode %"
+                 PRIu64 ", %s), this is device %u:%u inode %" PRIu64,
+                 was->kind, major (was->dev), minor (was->dev), was->ino,
+                 was->name, major (now->dev), minor (now->dev), now->ino);
+  if (!has_inode (now->kind) && strcmp (was->name, now->name) != 0)
+    return fail (why, whylen, "saved for %s, this backend is %s",
+                 was->name, now->name);
+  if (was->size != now->size)
+    return fail (why, whylen, "saved for a backend of %" PRIu64 " bytes, "
+                 "this one has %" PRIu64, was->size, now->size);
+  if (was->granularity != now->granularity)
+    return fail (why, whylen, "saved with granularity %" PRIu64 ", now %"
+                 PRIu64, was->granularity, now->granularity);
+  if (was->mtime_ns != now->mtime_ns)
+    return fail (why, whylen, "the backend file was modified after the state "
+                 "was saved (mtime %" PRIu64 " ns, now %" PRIu64 " ns)",
+                 was->mtime_ns, now->mtime_ns);
+  return 0;
+}
+
+/* The payload, decompressed as a stream into a small window, so a file
+ * declaring millions of extents needs no large allocation.
+ */
+struct reader {
+  ZSTD_DCtx *dctx;
+  ZSTD_inBuffer in;
+  bool frame_done;
+  size_t pos;
+  size_t end;
+  uint64_t total;
+  const char *error;
+  unsigned char out[65536];
+};
+
+/* 1: a byte is in out[pos]; 0: the frame ended; -1: r->error. */
+static int
+reader_fill (struct reader *r)
+{
+  while (r->pos == r->end) {
+    ZSTD_outBuffer o = { r->out, sizeof r->out, 0 };
+    size_t in_before = r->in.pos;
+    size_t rc;
+
+    if (r->frame_done)
+      return 0;
+    rc = ZSTD_decompressStream (r->dctx, &o, &r->in);
+    if (ZSTD_isError (rc)) {
+      r->error = ZSTD_getErrorName (rc);
+      return -1;
+    }
+    if (rc == 0)
+      r->frame_done = true;
+    else if (o.pos == 0 && r->in.pos == in_before) {
+      r->error = "the compressed payload ends early";
+      return -1;
+    }
+    r->pos = 0;
+    r->end = o.pos;
+    r->total += o.pos;
+  }
+  return 1;
+}
+
+/* 1 with *v, 0 at a clean end, -1 with r->error. */
+static int
+read_varint (struct reader *r, uint64_t *v)
+{
+  uint64_t x = 0;
+
+  for (int shift = 0; shift < 64; shift += 7) {
+    int rc = reader_fill (r);
+    unsigned char b;
+
+    if (rc <= 0) {
+      if (rc == 0 && shift > 0)
+        r->error = "the payload ends inside a number";
+      return rc == 0 && shift == 0 ? 0 : -1;
+    }
+    b = r->out[r->pos++];
+    if (shift == 63 && b > 1)
+      break;
+    x |= (uint64_t) (b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 1;
+    }
+  }
+  r->error = "a number in the payload overflows 64 bits";
+  return -1;
+}
+
+/* One extent: 1 with offset and length, 0 at the end, -1 with why. */
+static int
+next_extent (struct reader *r, const struct state_header *h, uint64_t prev_end,
+             uint64_t *offset, uint64_t *length, char *why, size_t whylen)
+{
+  uint64_t gap, len, end;
+  int rc = read_varint (r, &gap);
+
+  if (rc == 0)
+    return 0;
+  if (rc == 1 && (rc = read_varint (r, &len)) == 0) {
+    r->error = "the payload ends inside an extent";
+    rc = -1;
+  }
+  if (rc == -1)
+    return fail (why, whylen, "corrupt payload: %s", r->error);
+  if (len == 0 || gap > (UINT64_MAX >> h->unit_shift) ||
+      len > (UINT64_MAX >> h->unit_shift))
+    return fail (why, whylen, "corrupt payload: an extent is empty or too long");
+  gap <<= h->unit_shift;
+  len <<= h->unit_shift;
+  if (ADD_OVERFLOW (prev_end, gap, offset) || ADD_OVERFLOW (*offset, len, &end) ||
+      end > h->id.size)
+    return fail (why, whylen, "corrupt payload: an extent ends beyond the "
+                 "backend's %" PRIu64 " bytes", h->id.size);
+  *length = len;
+  return 1;
+}
+
+static int
+decode (struct reader *r, const struct state_header *h, state_extent_fn fn,
+        void *opaque, char *why, size_t whylen)
+{
+  uint64_t prev_end = 0, n = 0, bytes = 0, offset = 0, length = 0;
+  int rc;
+
+  while ((rc = next_extent (r, h, prev_end, &offset, &length, why, whylen)) == 1) {
+    if (++n > h->count)
+      return fail (why, whylen, "corrupt payload: more than the %" PRIu64
+                   " extents the header declares", h->count);
+    if (fn && fn (offset, length, opaque) != 0)
+      return fail (why, whylen, "could not apply an extent");
+    prev_end = offset + length;
+    bytes += length;
+  }
+  if (rc == -1)
+    return -1;
+  if (n != h->count || bytes != h->bytes || r->total != h->raw_len)
+    return fail (why, whylen, "corrupt payload: %" PRIu64 " extents of %" PRIu64
+                 " bytes in %" PRIu64 " bytes, the header says %" PRIu64
+                 " of %" PRIu64 " in %" PRIu64, n, bytes, r->total, h->count,
+                 h->bytes, h->raw_len);
+  if (r->in.pos != r->in.size)
+    return fail (why, whylen, "corrupt payload: data after the compressed frame");
+  return 0;
+}
+
+int
+state_decode_extents (const void *image, const struct state_header *h,
+                      state_extent_fn fn, void *opaque, char *why, size_t whylen)
+{
+  struct reader *r = calloc (1, sizeof *r);
+  int ret;
+
+  if (r == NULL || (r->dctx = ZSTD_createDCtx ()) == NULL) {
+    free (r);
+    return fail (why, whylen, "out of memory");
+  }
+  ZSTD_DCtx_setParameter (r->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX);
+  r->in.src = (const unsigned char *) image + h->payload_offset;
+  r->in.size = h->payload_len;
+  ret = decode (r, h, fn, opaque, why, whylen);
+  ZSTD_freeDCtx (r->dctx);
+  free (r);
+  return ret;
+}

@@ -1,0 +1,19 @@
+# The control socket: the engine's side (flushes, the socket's life) and
+# the protocol's pure parts as cmocka tests; the server under nbdkit and
+# discardctl as scripts.
+check_PROGRAMS += tests/unit/test-engine-ctl tests/unit/test-ctl-proto
+TESTS += tests/unit/test-engine-ctl tests/unit/test-ctl-proto
+
+tests_unit_test_engine_ctl_SOURCES = tests/unit/test-engine-ctl.c
+tests_unit_test_engine_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_engine_ctl_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_engine_ctl_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+
+tests_unit_test_ctl_proto_SOURCES = tests/unit/test-ctl-proto.c tools/json-flat.c
+tests_unit_test_ctl_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_unit_test_ctl_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_ctl_proto_LDADD = libctlproto.la $(CMOCKA_LIBS)
+
+CTL_TESTS = tests/test-ctl.sh tests/test-ctl-peercred.sh tests/test-discardctl.sh
+TESTS += $(CTL_TESTS)
+EXTRA_DIST += $(CTL_TESTS)

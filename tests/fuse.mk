@@ -1,0 +1,15 @@
+# Tests of discardfuse, the FUSE front-end: real mounts, loop devices and
+# file systems; each skips (exit 77, a failure under CI=true) without
+# root, /dev/fuse or loop devices.
+FUSE_TESTS = \
+	tests/test-fuse-params.sh \
+	tests/test-fuse-ops.sh \
+	tests/test-fuse-e2e-xfs.sh \
+	tests/test-fuse-fio-verify.sh \
+	tests/test-fuse-unmount-io.sh
+TESTS += $(FUSE_TESTS)
+EXTRA_DIST += $(FUSE_TESTS)
+
+.PHONY: check-fuse
+check-fuse:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(FUSE_TESTS)'

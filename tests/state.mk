@@ -1,0 +1,12 @@
+# The state file: its format, the save at a clean stop and the load at
+# start through the engine (cmocka, in-memory backend), and restarts of
+# nbdkit (script).
+check_PROGRAMS += tests/unit/test-state
+TESTS += tests/unit/test-state
+tests_unit_test_state_SOURCES = tests/unit/test-state.c
+tests_unit_test_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_state_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_state_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+
+TESTS += tests/test-state.sh
+EXTRA_DIST += tests/test-state.sh

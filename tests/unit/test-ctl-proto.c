@@ -1,0 +1,249 @@
+/* discardcache: the control protocol's pure parts (cache/ctl-proto.c)
+ * and discardctl's reply parser (tools/json-flat.c): request lines, the
+ * line assembler, JSON quoting, and the flat-object parser reading back
+ * what the server writes.
+ */
+#include <config.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl-proto.h"
+#include "json-flat.h"
+
+static int
+parse (const char *text, struct ctl_request *req, char *err, size_t errlen)
+{
+  static char line[CTL_MAX_LINE + 1];
+  size_t len = strlen (text);
+
+  memcpy (line, text, len + 1);
+  return ctl_parse_request (line, len, req, err, errlen);
+}
+
+static void
+test_requests (void **state)
+{
+  struct ctl_request r;
+  char err[512];
+
+  assert_int_equal (parse ("stats", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_STATS);
+  assert_int_equal (parse ("  dump \r", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_DUMP);
+  assert_int_equal (parse ("flush", &r, err, sizeof err), 0);
+  assert_true (r.command == CTL_FLUSH && !r.wait && !r.progress);
+  assert_int_equal (parse ("flush\t--progress", &r, err, sizeof err), 0);
+  assert_true (r.wait && r.progress);
+  assert_int_equal (parse ("flush --wait --progress", &r, err, sizeof err), 0);
+  assert_true (r.wait && r.progress);
+  assert_int_equal (parse ("set delay=10s", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_SET);
+  assert_string_equal (r.key, "delay");
+  assert_string_equal (r.value, "10s");
+  assert_int_equal (parse ("set rate=", &r, err, sizeof err), 0);
+  assert_string_equal (r.value, "");
+  assert_int_equal (parse ("pause", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_PAUSE);
+  assert_int_equal (parse ("resume", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_RESUME);
+  assert_int_equal (parse ("help", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_HELP);
+}
+
+static void
+test_bad_requests (void **state)
+{
+  static const struct { const char *line, *says; } bad[] = {
+    { "", "empty request" },
+    { "   ", "empty request" },
+    { "frobnicate", "unknown command 'frobnicate'" },
+    { "STATS", "unknown command" },
+    { "stats now", "takes no arguments" },
+    { "flush --now", "unknown option '--now'" },
+    { "flush --wait --wait", "repeated option" },
+    { "set", "KEY=VALUE" },
+    { "set delay", "KEY=VALUE" },
+    { "set =5", "KEY=VALUE" },
+    { "set a=1 b=2", "KEY=VALUE" },
+    { "dump a b c d e", "too long a request" },
+    { "stats\x01", "byte 0x01 at column 6" },
+    { "st\xc3\xa4ts", "byte 0xc3 at column 3" },
+  };
+  struct ctl_request r;
+  char err[512];
+
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = '\0';
+    assert_int_equal (parse (bad[i].line, &r, err, sizeof err), -1);
+    if (strstr (err, bad[i].says) == NULL)
+      fail_msg ("'%s': '%s' does not say '%s'", bad[i].line, err, bad[i].says);
+  }
+  /* A NUL inside the line is not the end of it. */
+  {
+    char line[16] = "stats\0dump";
+
+    assert_int_equal (ctl_parse_request (line, 10, &r, err, sizeof err), -1);
+    assert_non_null (strstr (err, "0x00"));
+  }
+  /* Messages fit any buffer, truncated. */
+  assert_int_equal (parse ("nosuchcommand", &r, err, 8), -1);
+  assert_int_equal (strlen (err), 7);
+}
+
+static void
+feed (struct ctl_linebuf *lb, const char *data, size_t len)
+{
+  size_t room;
+  char *p = ctl_linebuf_space (lb, &room);
+
+  assert_true (len <= room);
+  memcpy (p, data, len);
+  ctl_linebuf_added (lb, len);
+}
+
+static void
+test_linebuf (void **state)
+{
+  static struct ctl_linebuf lb;
+  static char big[CTL_MAX_LINE + 2];
+  char *line;
+  size_t len;
+
+  feed (&lb, "sta", 3);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 0);
+  feed (&lb, "ts\ndump\nfl", 10);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 1);
+  assert_string_equal (line, "stats");
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 1);
+  assert_string_equal (line, "dump");
+  assert_int_equal (len, 4);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 0);
+  feed (&lb, "ush\n", 4);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 1);
+  assert_string_equal (line, "flush");
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 0);
+
+  /* The longest line fits exactly, newline included ... */
+  memset (big, 'x', CTL_MAX_LINE);
+  big[CTL_MAX_LINE] = '\n';
+  feed (&lb, big, CTL_MAX_LINE + 1);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 1);
+  assert_int_equal (len, CTL_MAX_LINE);
+  /* ... one more byte is too long. */
+  feed (&lb, big, CTL_MAX_LINE);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), 0);
+  feed (&lb, "x", 1);
+  assert_int_equal (ctl_linebuf_next (&lb, &line, &len), -1);
+}
+
+/* What the server quotes, discardctl's parser reads back unchanged. */
+static void
+test_json_roundtrip (void **state)
+{
+  static const char *const strings[] = {
+    "plain", "quote \" and \\ backslash", "tab\there", "new\nline",
+    "\x01\x1f\x7f", "caf\xc3\xa9", "",
+  };
+
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream (&buf, &len);
+    struct jf_object obj;
+    bool ok = true;
+
+    ctl_json_error (fp, strings[i]);
+    fclose (fp);
+    assert_int_equal (buf[len - 1], '\n');
+    assert_null (memchr (buf, '\t', len));
+    assert_int_equal (jf_parse (buf, &obj), 0);
+    assert_true (jf_bool (&obj, "ok", &ok));
+    assert_false (ok);
+    assert_string_equal (jf_str (&obj, "error"), strings[i]);
+    free (buf);
+  }
+}
+
+static void
+test_json_flat (void **state)
+{
+  char line[512];
+  struct jf_object o;
+  uint64_t v;
+  bool b;
+
+  strcpy (line, " { \"a\" : 18446744073709551615, \"b\":true,\"c\":null,"
+          "\"d\":\"\\u00e9\\ud83d\\ude00\\/\",\"e\":-1,\"f\":1.5 }\n");
+  assert_int_equal (jf_parse (line, &o), 0);
+  assert_int_equal (o.n, 6);
+  assert_true (jf_u64 (&o, "a", &v));
+  assert_true (v == UINT64_MAX);
+  assert_true (jf_bool (&o, "b", &b) && b);
+  assert_int_equal (jf_find (&o, "c")->type, JF_NULL);
+  assert_string_equal (jf_str (&o, "d"), "\xc3\xa9\xf0\x9f\x98\x80/");
+  assert_false (jf_u64 (&o, "e", &v));
+  assert_false (jf_u64 (&o, "f", &v));
+  assert_false (jf_u64 (&o, "b", &v));
+  assert_false (jf_u64 (&o, "zz", &v));
+  assert_null (jf_str (&o, "a"));
+
+  strcpy (line, "{\"big\":18446744073709551616}");
+  assert_int_equal (jf_parse (line, &o), 0);
+  assert_false (jf_u64 (&o, "big", &v));
+  strcpy (line, "{}");
+  assert_int_equal (jf_parse (line, &o), 0);
+  assert_int_equal (o.n, 0);
+}
+
+static void
+test_json_flat_bad (void **state)
+{
+  static const char *const bad[] = {
+    "", "[]", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":1} x",
+    "{\"a\":{\"b\":1}}", "{\"a\":[1]}", "{\"a\":\"unterminated}",
+    "{\"a\":\"bad \\x escape\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\u0000\"}",
+    "{\"a\":\"\\udc00\"}", "{\"a\":\"\\ud800x\"}", "{a:1}", "{\"a\":tru}",
+    "{\"a\":\"raw\ncontrol\"}", "{\"a\":-}",
+  };
+  char line[256];
+  struct jf_object o;
+
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    strcpy (line, bad[i]);
+    if (jf_parse (line, &o) != -1)
+      fail_msg ("accepted: %s", bad[i]);
+  }
+  /* More members than the parser holds. */
+  {
+    char many[2048] = "{";
+
+    for (int i = 0; i <= JF_MAX_MEMBERS; i++)
+      snprintf (many + strlen (many), sizeof many - strlen (many),
+                "%s\"k%d\":%d", i ? "," : "", i, i);
+    strcat (many, "}");
+    assert_int_equal (jf_parse (many, &o), -1);
+  }
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_requests),
+    cmocka_unit_test (test_bad_requests),
+    cmocka_unit_test (test_linebuf),
+    cmocka_unit_test (test_json_roundtrip),
+    cmocka_unit_test (test_json_flat),
+    cmocka_unit_test (test_json_flat_bad),
+  };
+
+  return cmocka_run_group_tests_name ("ctl-proto", tests, NULL, NULL);
+}

@@ -1,0 +1,315 @@
+/* discardcache: the engine's side of the control socket, against the
+ * in-memory backend: a control-socket flush forwards everything
+ * forwardable ignoring delay, minlen and pause, reports progress and
+ * errors, and ends at a stop; the socket's lifecycle (explicit path,
+ * default path, stale and live sockets, other files) and its mode.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "mem-backend.h"
+
+#define KiB 1024
+#define MiB (1024 * 1024)
+#define DISK (4 * MiB)
+
+static char dir[64];
+static char sock[100];
+
+static int
+setup (void **state)
+{
+  snprintf (dir, sizeof dir, "%s/dc-ctl-XXXXXX",
+            getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
+  assert_non_null (mkdtemp (dir));
+  snprintf (sock, sizeof sock, "%s/ctl.sock", dir);
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  char cmd[128];
+
+  snprintf (cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal (system (cmd), 0);
+  return 0;
+}
+
+static struct engine *
+open_engine (struct mem_backend **memp, const char *const *keys)
+{
+  struct engine_config cfg;
+  struct mem_backend *mem = mem_backend_new (DISK, 4 * KiB, 64 * MiB);
+  struct engine *e;
+
+  engine_config_init (&cfg);
+  cfg.idle_ms = 0;
+  for (; keys && *keys; keys += 2)
+    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
+  e = engine_open_backend (&cfg, &mem->b);
+  engine_config_free (&cfg);
+  assert_non_null (e);
+  if (memp)
+    *memp = mem;
+  return e;
+}
+
+static struct engine_stats
+stats (struct engine *e)
+{
+  struct engine_stats st;
+
+  engine_get_stats (e, &st);
+  return st;
+}
+
+/* Wait for flush f, at most 10 s. */
+static int
+wait_flush (struct engine *e, const struct engine_flush *f,
+            struct engine_flush_progress *p)
+{
+  int r;
+
+  for (int i = 0; i < 100; i++)
+    if ((r = engine_flush_wait (e, f, 100, p)) != 0)
+      return r;
+  return 0;
+}
+
+static void
+test_flush_ignores_delay_minlen_pause (void **state)
+{
+  static const char *const keys[] = {
+    "delay", "1h", "minlen", "1M", "ctl", "none", NULL,
+  };
+  struct mem_backend *mem;
+  struct engine *e = open_engine (&mem, keys);
+  struct engine_flush f;
+  struct engine_flush_progress p;
+  struct mem_discard c[16];
+
+  engine_pause (e, true);
+  assert_int_equal (engine_start (e), 0);
+  for (int i = 0; i < 8; i++)
+    assert_int_equal (engine_trim (e, i * 64 * KiB, 16 * KiB, false), 0);
+  /* A sub-granule fragment stays: nothing aligned to send. */
+  assert_int_equal (engine_trim (e, 2 * MiB + 512, 1024, false), 0);
+  engine_flush_begin (e, &f);
+  assert_int_equal (f.total_bytes, 8 * 16 * KiB);
+  assert_int_equal (wait_flush (e, &f, &p), 1);
+  assert_int_equal (p.forwarded, 8);
+  assert_int_equal (p.forwarded_bytes, 8 * 16 * KiB);
+  assert_int_equal (mem_backend_calls (mem, c, 16), 8);
+  assert_int_equal (stats (e).pending_bytes, 1024);
+  assert_int_equal (stats (e).subgranule_bytes, 1024);
+  /* Still paused for the flusher's own forwarding. */
+  assert_true (stats (e).paused);
+  engine_close (e);
+}
+
+static void
+test_flush_reports_error (void **state)
+{
+  static const char *const keys[] = { "delay", "1h", "ctl", "none", NULL };
+  struct mem_backend *mem;
+  struct engine *e = open_engine (&mem, keys);
+  struct engine_flush f;
+  struct engine_flush_progress p;
+
+  assert_int_equal (engine_start (e), 0);
+  assert_int_equal (engine_trim (e, 0, 64 * KiB, false), 0);
+  mem->fail_errno = EIO;
+  mem->fail_count = 1;
+  engine_flush_begin (e, &f);
+  assert_int_equal (wait_flush (e, &f, &p), -1);
+  assert_int_equal (errno, EIO);
+  /* Kept pending, for a retry. */
+  assert_int_equal (stats (e).pending_bytes, 64 * KiB);
+  engine_flush_begin (e, &f);
+  assert_int_equal (wait_flush (e, &f, &p), 1);
+  assert_int_equal (stats (e).pending_bytes, 0);
+  engine_close (e);
+}
+
+/* Without a flusher nothing completes; a stop ends the wait. */
+static void
+test_flush_ends_at_stop (void **state)
+{
+  static const char *const keys[] = { "ctl", "none", NULL };
+  struct engine *e = open_engine (NULL, keys);
+  struct engine_flush f;
+  struct engine_flush_progress p;
+
+  assert_int_equal (engine_trim (e, 0, 64 * KiB, false), 0);
+  engine_flush_begin (e, &f);
+  assert_int_equal (engine_flush_wait (e, &f, 50, &p), 0);
+  assert_int_equal (p.total_bytes, 64 * KiB);
+  engine_stop (e, 1000);
+  assert_int_equal (engine_flush_wait (e, &f, 50, &p), -1);
+  assert_int_equal (errno, ESHUTDOWN);
+  engine_close (e);
+}
+
+static bool
+is_socket (const char *path, mode_t *mode)
+{
+  struct stat st;
+
+  if (lstat (path, &st) == -1 || !S_ISSOCK (st.st_mode))
+    return false;
+  *mode = st.st_mode & 0777;
+  return true;
+}
+
+static void
+test_explicit_socket (void **state)
+{
+  const char *keys[] = { "ctl", sock, NULL };
+  struct engine *e = open_engine (NULL, keys), *e2;
+  mode_t mode;
+
+  assert_int_equal (engine_start (e), 0);
+  assert_true (is_socket (sock, &mode));
+  assert_int_equal (mode, 0600);
+  /* A second server on a live socket is refused, and that socket stays. */
+  e2 = open_engine (NULL, keys);
+  assert_int_equal (engine_start (e2), -1);
+  engine_close (e2);
+  assert_true (is_socket (sock, &mode));
+  engine_stop (e, 1000);
+  assert_int_equal (access (sock, F_OK), -1);
+  engine_close (e);
+}
+
+static void
+test_stale_socket_replaced (void **state)
+{
+  const char *keys[] = { "ctl", sock, NULL };
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+  struct engine *e;
+  mode_t mode;
+
+  /* Bound but never listening: what a killed server leaves. */
+  snprintf (sun.sun_path, sizeof sun.sun_path, "%s", sock);
+  assert_int_equal (bind (fd, (struct sockaddr *) &sun, sizeof sun), 0);
+  close (fd);
+  e = open_engine (NULL, keys);
+  assert_int_equal (engine_start (e), 0);
+  assert_true (is_socket (sock, &mode));
+  engine_close (e);
+}
+
+static void
+test_other_file_kept (void **state)
+{
+  const char *keys[] = { "ctl", sock, NULL };
+  struct engine *e;
+  FILE *fp = fopen (sock, "w");
+
+  assert_non_null (fp);
+  fclose (fp);
+  e = open_engine (NULL, keys);
+  assert_int_equal (engine_start (e), -1);
+  assert_int_equal (access (sock, F_OK), 0);
+  engine_close (e);
+
+  keys[1] = "/nonexistent-dir/ctl.sock";
+  e = open_engine (NULL, keys);
+  assert_int_equal (engine_start (e), -1);
+  engine_close (e);
+}
+
+/* Without ctl=: $XDG_RUNTIME_DIR/discardcache/PID.sock, the directory
+ * made private.
+ */
+static void
+test_default_path (void **state)
+{
+  struct engine *e = open_engine (NULL, NULL);
+  char path[256];
+  struct stat st;
+  mode_t mode;
+
+  setenv ("XDG_RUNTIME_DIR", dir, 1);
+  snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
+  assert_int_equal (engine_start (e), 0);
+  assert_true (is_socket (path, &mode));
+  assert_int_equal (mode, 0600);
+  snprintf (path, sizeof path, "%s/discardcache", dir);
+  assert_int_equal (stat (path, &st), 0);
+  assert_int_equal (st.st_mode & 0777, 0700);
+  engine_close (e);
+  snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
+  assert_int_equal (access (path, F_OK), -1);
+
+  /* A default directory others may write to is not used; the server
+   * still serves (only an explicit ctl= is fatal).
+   */
+  snprintf (path, sizeof path, "%s/discardcache", dir);
+  assert_int_equal (chmod (path, 0777), 0);
+  e = open_engine (NULL, NULL);
+  assert_int_equal (engine_start (e), 0);
+  snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
+  assert_int_equal (access (path, F_OK), -1);
+  engine_close (e);
+  unsetenv ("XDG_RUNTIME_DIR");
+}
+
+static void
+test_ctl_keys (void **state)
+{
+  struct engine_config cfg;
+  char longpath[200];
+
+  engine_config_init (&cfg);
+  assert_int_equal (engine_config_set (&cfg, "ctl", "none"), 0);
+  assert_true (cfg.ctl_disabled);
+  assert_int_equal (engine_config_set (&cfg, "ctl", "rel.sock"), 0);
+  assert_false (cfg.ctl_disabled);
+  assert_int_equal (cfg.ctl[0], '/');
+  memset (longpath, 'x', sizeof longpath - 1);
+  longpath[0] = '/';
+  longpath[sizeof longpath - 1] = '\0';
+  assert_int_equal (engine_config_set (&cfg, "ctl", longpath), -1);
+  assert_int_equal (engine_config_set (&cfg, "ctl", ""), -1);
+  assert_int_equal (engine_config_set (&cfg, "state", ""), -1);
+  assert_int_equal (engine_config_set (&cfg, "state", "s.state"), 0);
+  assert_int_equal (cfg.state[0], '/');
+  engine_config_free (&cfg);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
+    T (test_flush_ignores_delay_minlen_pause),
+    T (test_flush_reports_error),
+    T (test_flush_ends_at_stop),
+    T (test_explicit_socket),
+    T (test_stale_socket_replaced),
+    T (test_other_file_kept),
+    T (test_default_path),
+    cmocka_unit_test (test_ctl_keys),
+#undef T
+  };
+
+  return cmocka_run_group_tests_name ("engine-ctl", tests, NULL, NULL);
+}

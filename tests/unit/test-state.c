@@ -1,0 +1,522 @@
+/* discardcache: the state file (invariant 4), through the engine and
+ * the in-memory backend: a clean stop saves exactly the pending set
+ * instead of forwarding it and the next start loads and consumes it;
+ * corrupt, truncated, foreign and mismatched files are refused, set
+ * aside and never applied; and the format's own checks, size and speed
+ * on a million extents.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "mem-backend.h"
+#include "state.h"
+
+#define KiB 1024
+#define MiB (1024 * 1024)
+#define DISK (16 * MiB)
+#define GRAN 4096
+
+static char dir[64];
+static char path[128];
+static char rejected[160];
+
+struct saved {
+  size_t n;
+  struct extent *x;
+};
+
+static int
+setup (void **state)
+{
+  snprintf (dir, sizeof dir, "%s/dc-state-XXXXXX",
+            getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
+  assert_non_null (mkdtemp (dir));
+  snprintf (path, sizeof path, "%s/state", dir);
+  snprintf (rejected, sizeof rejected, "%s.rejected", path);
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  unlink (path);
+  unlink (rejected);
+  rmdir (dir);
+  return 0;
+}
+
+static bool
+exists (const char *p)
+{
+  return access (p, F_OK) == 0;
+}
+
+static struct engine *
+open_engine (struct mem_backend **memp, uint64_t size, const char *name,
+             const char *const *keys)
+{
+  struct engine_config cfg;
+  struct mem_backend *mem = mem_backend_new (size, GRAN, 64 * MiB);
+  struct engine *e;
+
+  engine_config_init (&cfg);
+  cfg.delay_ms = 3600000;
+  assert_int_equal (engine_config_set (&cfg, "state", path), 0);
+  for (; keys && *keys; keys += 2)
+    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
+  snprintf (mem->b.identity.name, sizeof mem->b.identity.name, "%s", name);
+  e = engine_open_backend (&cfg, &mem->b);
+  engine_config_free (&cfg);
+  if (memp)
+    *memp = mem;
+  return e;
+}
+
+/* Every pending extent, through the dump interface, in small batches so
+ * that batching itself is exercised.
+ */
+static struct saved
+dump (struct engine *e)
+{
+  struct saved s = { 0, NULL };
+  struct extent batch[7];
+  uint64_t from = 0;
+  uint32_t now;
+  size_t n;
+
+  while ((n = engine_dump_batch (e, from, batch, 7, &now)) > 0) {
+    s.x = realloc (s.x, (s.n + n) * sizeof *s.x);
+    assert_non_null (s.x);
+    for (size_t i = 0; i < n; i++) {
+      s.x[s.n + i] = batch[i];
+      s.x[s.n + i].time = now - batch[i].time;      /* now the age */
+    }
+    s.n += n;
+    from = batch[n - 1].offset + batch[n - 1].length;
+  }
+  return s;
+}
+
+static size_t
+count (struct engine *e)
+{
+  struct saved s = dump (e);
+
+  free (s.x);
+  return s.n;
+}
+
+/* Aligned extents, sub-granule fragments and odd offsets. */
+static void
+trim_pattern (struct engine *e)
+{
+  for (int i = 0; i < 50; i++)
+    assert_int_equal (engine_trim (e, i * 64 * KiB, 8 * KiB + i * 512, false), 0);
+  assert_int_equal (engine_trim (e, 8 * MiB + 100, 3000, false), 0);
+  assert_int_equal (engine_trim (e, DISK - 4096, 4096, false), 0);
+}
+
+static struct saved
+save_pattern (void)
+{
+  struct mem_backend *mem;
+  struct engine *e = open_engine (&mem, DISK, "mem", NULL);
+  struct mem_discard c[8];
+  struct saved before;
+
+  assert_non_null (e);
+  trim_pattern (e);
+  before = dump (e);
+  assert_int_equal (before.n, 52);
+  engine_stop (e, 10000);
+  /* Saved instead of forwarded. */
+  assert_int_equal (mem_backend_calls (mem, c, 8), 0);
+  engine_close (e);
+  assert_true (exists (path));
+  return before;
+}
+
+static void
+test_roundtrip (void **state)
+{
+  struct saved before = save_pattern (), after;
+  struct mem_backend *mem;
+  struct mem_discard c[8];
+  struct engine *e;
+  struct stat st;
+
+  assert_int_equal (stat (path, &st), 0);
+  assert_int_equal (st.st_mode & 0777, 0600);
+  sleep (1);
+  e = open_engine (&mem, DISK, "mem", NULL);
+  assert_non_null (e);
+  /* Consumed before the first request could be served. */
+  assert_false (exists (path));
+  assert_false (exists (rejected));
+  after = dump (e);
+  assert_int_equal (after.n, before.n);
+  for (size_t i = 0; i < after.n; i++) {
+    assert_int_equal (after.x[i].offset, before.x[i].offset);
+    assert_int_equal (after.x[i].length, before.x[i].length);
+    /* Queued again at load: they wait their delay from now. */
+    assert_true (after.x[i].time < 500);
+  }
+  assert_int_equal (mem_backend_calls (mem, c, 8), 0);
+  /* A crash now leaves nothing that could be replayed. */
+  assert_false (exists (path));
+  engine_close (e);
+  free (before.x);
+  free (after.x);
+}
+
+static void
+test_missing_is_normal (void **state)
+{
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  assert_int_equal (count (e), 0);
+  engine_close (e);
+  assert_false (exists (path));
+}
+
+static void
+test_nothing_pending_writes_nothing (void **state)
+{
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  engine_stop (e, 1000);
+  engine_close (e);
+  assert_false (exists (path));
+}
+
+/* Start against a file that must be refused: nothing applied, the file
+ * set aside as FILE.rejected, the engine serving.
+ */
+static void
+assert_refused (uint64_t size, const char *name, const char *const *keys)
+{
+  struct engine *e = open_engine (NULL, size, name, keys);
+
+  assert_non_null (e);
+  assert_int_equal (count (e), 0);
+  assert_false (exists (path));
+  assert_true (exists (rejected));
+  engine_close (e);
+  unlink (rejected);
+}
+
+static void
+rewrite (void (*change) (unsigned char *buf, size_t *len))
+{
+  unsigned char buf[65536];
+  size_t len;
+  int fd = open (path, O_RDWR);
+
+  assert_true (fd >= 0);
+  len = read (fd, buf, sizeof buf);
+  change (buf, &len);
+  assert_int_equal (ftruncate (fd, 0), 0);
+  assert_int_equal (pwrite (fd, buf, len, 0), (ssize_t) len);
+  close (fd);
+}
+
+static void
+flip_payload (unsigned char *buf, size_t *len)
+{
+  buf[*len - 5] ^= 0x40;
+}
+
+static void
+flip_header (unsigned char *buf, size_t *len)
+{
+  buf[40] ^= 1;                 /* the size field */
+}
+
+static void
+truncate_half (unsigned char *buf, size_t *len)
+{
+  *len /= 2;
+}
+
+static void
+next_version (unsigned char *buf, size_t *len)
+{
+  uint32_t crc;
+
+  buf[8] = STATE_VERSION + 1;
+  crc = state_checksum (buf, *len);
+  for (int i = 0; i < 4; i++)
+    buf[104 + i] = crc >> (8 * i);
+}
+
+/* Declares one extent more than the payload holds, checksum valid: the
+ * payload decodes fine up to its end, so only validating it all before
+ * applying any keeps the first 52 extents out.
+ */
+static void
+one_more_extent (unsigned char *buf, size_t *len)
+{
+  uint32_t crc;
+
+  buf[64]++;
+  crc = state_checksum (buf, *len);
+  for (int i = 0; i < 4; i++)
+    buf[104 + i] = crc >> (8 * i);
+}
+
+static void
+test_corrupt_refused (void **state)
+{
+  free (save_pattern ().x);
+  rewrite (flip_payload);
+  assert_refused (DISK, "mem", NULL);
+  free (save_pattern ().x);
+  rewrite (flip_header);
+  assert_refused (DISK, "mem", NULL);
+  free (save_pattern ().x);
+  rewrite (one_more_extent);
+  assert_refused (DISK, "mem", NULL);
+}
+
+static void
+test_truncated_refused (void **state)
+{
+  free (save_pattern ().x);
+  rewrite (truncate_half);
+  assert_refused (DISK, "mem", NULL);
+}
+
+static void
+test_other_version_refused (void **state)
+{
+  free (save_pattern ().x);
+  rewrite (next_version);
+  assert_refused (DISK, "mem", NULL);
+}
+
+static void
+test_other_backend_refused (void **state)
+{
+  static const char *const coarser[] = { "granularity", "64k", NULL };
+
+  free (save_pattern ().x);
+  assert_refused (DISK * 2, "mem", NULL);          /* other size */
+  free (save_pattern ().x);
+  assert_refused (DISK, "mem2", NULL);             /* other name */
+  free (save_pattern ().x);
+  assert_refused (DISK, "mem", coarser);           /* other granularity */
+}
+
+/* A read-only start neither applies nor consumes it. */
+static void
+test_read_only_leaves_it (void **state)
+{
+  struct mem_backend *mem = mem_backend_new (DISK, GRAN, 64 * MiB);
+  struct engine_config cfg;
+  struct engine *e;
+
+  free (save_pattern ().x);
+  engine_config_init (&cfg);
+  assert_int_equal (engine_config_set (&cfg, "state", path), 0);
+  mem->b.limits.read_only = true;
+  e = engine_open_backend (&cfg, &mem->b);
+  engine_config_free (&cfg);
+  assert_non_null (e);
+  assert_int_equal (count (e), 0);
+  assert_true (exists (path));
+  engine_close (e);
+  assert_true (exists (path));
+}
+
+/* Loading more than max-extents keeps the bound: the oldest go out. */
+static void
+test_load_keeps_bound (void **state)
+{
+  static const char *const small[] = { "max-extents", "10", NULL };
+  struct mem_backend *mem;
+  struct mem_discard c[64];
+  struct engine *e;
+
+  free (save_pattern ().x);
+  e = open_engine (&mem, DISK, "mem", small);
+  assert_non_null (e);
+  assert_true (count (e) <= 10);
+  assert_true (mem_backend_calls (mem, c, 64) > 0);
+  engine_close (e);
+}
+
+/* The format alone: every truncation and every bit flip of a valid
+ * image is refused before anything is decoded.
+ */
+static void
+test_format_damage (void **state)
+{
+  struct state_identity id = { .kind = "mem", .size = DISK, .granularity = GRAN,
+                               .name = "mem" };
+  struct state_encoder *enc = state_encoder_new (512);
+  struct state_header h;
+  unsigned char *img;
+  void *image;
+  size_t len;
+  char why[256];
+
+  assert_non_null (enc);
+  for (int i = 0; i < 20; i++)
+    assert_int_equal (state_encoder_add (enc, i * 16384, 1024 + i * 512), 0);
+  /* Out of order, overlapping, not in the unit: refused. */
+  assert_int_equal (state_encoder_add (enc, 0, 512), -1);
+  assert_int_equal (state_encoder_add (enc, 1 << 20, 100), -1);
+  assert_int_equal (state_encoder_finish (enc, &id, &image, &len), 0);
+  state_encoder_free (enc);
+  img = image;
+
+  assert_int_equal (state_read_header (img, len, &h, why, sizeof why), 0);
+  assert_int_equal (state_check_identity (&h, &id, why, sizeof why), 0);
+  assert_int_equal (state_decode_extents (img, &h, NULL, NULL, why, sizeof why), 0);
+  assert_int_equal (h.count, 20);
+  for (size_t n = 0; n < len; n++)
+    assert_int_equal (state_read_header (img, n, &h, why, sizeof why), -1);
+  for (size_t bit = 0; bit < len * 8; bit++) {
+    img[bit / 8] ^= 1 << (bit % 8);
+    assert_int_equal (state_read_header (img, len, &h, why, sizeof why), -1);
+    img[bit / 8] ^= 1 << (bit % 8);
+  }
+  id.size--;
+  assert_int_equal (state_read_header (img, len, &h, why, sizeof why), 0);
+  assert_int_equal (state_check_identity (&h, &id, why, sizeof why), -1);
+  assert_non_null (strstr (why, "bytes"));
+  free (image);
+}
+
+static double
+seconds_since (const struct timespec *t0)
+{
+  struct timespec t;
+
+  clock_gettime (CLOCK_MONOTONIC, &t);
+  return (t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* One million extents through the engine: saved and loaded within a few
+ * seconds, the file well under 4 bytes an extent for regular patterns.
+ * Extent i follows a gap of gap(i) units and is len(i) units long.  The
+ * encoding counts in the largest power of two dividing every offset and
+ * length, so 16-byte units encode exactly as 4 KiB-aligned extents of
+ * the same shape would, on a disk the in-memory backend can hold.
+ */
+static void
+million (const char *name, uint64_t unit, uint64_t (*gap) (uint64_t),
+         uint64_t (*len) (uint64_t), double max_bytes_per_extent)
+{
+  static const char *const big[] = { "max-extents", "2M", NULL };
+  const uint64_t n = 1000000;
+  uint64_t off = 0, disk;
+  struct engine *e;
+  struct timespec t0;
+  struct stat st;
+  double save_s, load_s;
+
+  for (uint64_t i = 0; i < n; i++)
+    off += (gap (i) + len (i)) * unit;
+  disk = off + unit;
+  e = open_engine (NULL, disk, "mem", big);
+  assert_non_null (e);
+  off = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    off += gap (i) * unit;
+    assert_int_equal (engine_trim (e, off, len (i) * unit, false), 0);
+    off += len (i) * unit;
+  }
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  engine_stop (e, 0);
+  save_s = seconds_since (&t0);
+  engine_close (e);
+  assert_int_equal (stat (path, &st), 0);
+
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  e = open_engine (NULL, disk, "mem", big);
+  load_s = seconds_since (&t0);
+  assert_non_null (e);
+  {
+    struct engine_stats s;
+
+    engine_get_stats (e, &s);
+    assert_int_equal (s.pending_extents, n);
+  }
+  engine_close (e);
+  print_message ("state, %s: %" PRIu64 " extents in %lld bytes (%.2f bytes "
+                 "an extent), saved in %.2f s, loaded in %.2f s\n", name, n,
+                 (long long) st.st_size, (double) st.st_size / n, save_s, load_s);
+  assert_true ((double) st.st_size / n < max_bytes_per_extent);
+  assert_true (save_s < 10 && load_s < 10);
+}
+
+static uint64_t one (uint64_t i) { return 1; }
+static uint64_t three (uint64_t i) { return 3; }
+/* A fixed pseudo-random walk (splitmix64 of the index): gaps of 1-64
+ * and lengths of 1-16 units.
+ */
+static uint64_t
+mix (uint64_t i)
+{
+  uint64_t z = i + UINT64_C (0x9e3779b97f4a7c15);
+
+  z = (z ^ (z >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C (0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+static uint64_t rand_gap (uint64_t i) { return 1 + mix (i) % 64; }
+static uint64_t rand_len (uint64_t i) { return 1 + mix (i + 7777777) % 16; }
+
+static void
+test_million_regular (void **state)
+{
+  million ("1 unit every 4", 16, three, one, 1.0);
+}
+
+static void
+test_million_irregular (void **state)
+{
+  million ("gaps of 1-64 units, lengths of 1-16", 16, rand_gap, rand_len, 4.0);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
+    T (test_roundtrip),
+    T (test_missing_is_normal),
+    T (test_nothing_pending_writes_nothing),
+    T (test_corrupt_refused),
+    T (test_truncated_refused),
+    T (test_other_version_refused),
+    T (test_other_backend_refused),
+    T (test_read_only_leaves_it),
+    T (test_load_keeps_bound),
+    cmocka_unit_test (test_format_damage),
+    T (test_million_regular),
+    T (test_million_irregular),
+#undef T
+  };
+
+  return cmocka_run_group_tests_name ("state", tests, NULL, NULL);
+}

@@ -1,0 +1,451 @@
+/* discardctl: control a running discardcache server through its control
+ * socket: statistics, flush, dump, pause/resume, set.  See discardctl(8).
+ */
+#include <config.h>
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl-client.h"
+#include "ctl-proto.h"
+#include "human.h"
+#include "log.h"
+#include "parse.h"
+#include "progress.h"
+#include "stats-format.h"
+
+#define USAGE \
+  "Usage: discardctl [-s SOCKET] COMMAND [OPTIONS]\n" \
+  "\n" \
+  "Commands:\n" \
+  "  stats [--json | --format=table|json|prometheus] [--watch[=INTERVAL]]\n" \
+  "        [--count=N]         statistics, once or every INTERVAL (1s)\n" \
+  "  flush [--wait] [--progress] [--json]\n" \
+  "                            forward every pending discard now\n" \
+  "  dump [--json]             pending extents: offset length age_ms\n" \
+  "  pause | resume            stop or restart the flusher\n" \
+  "  set KEY=VALUE             change delay, minlen, idle or rate\n" \
+  "\n" \
+  "Options:\n" \
+  "  -s, --socket=SOCKET       the server's control socket (default:\n" \
+  "                            $DISCARDCACHE_CTL, else the one socket in\n" \
+  "                            $XDG_RUNTIME_DIR/discardcache or\n" \
+  "                            /run/discardcache)\n" \
+  "  -h, --help                this help\n" \
+  "  -V, --version             the version\n" \
+  "\n" \
+  "Exit status: 0 ok, 1 the server answered with an error, 2 usage,\n" \
+  "3 cannot connect.  See discardctl(8).\n"
+
+enum stats_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_PROMETHEUS };
+
+struct cmdline {
+  const char *socket;
+  const char *command;
+  bool json;                   /* stats, flush, dump */
+  enum stats_format format;
+  bool watch;
+  uint64_t interval_ms;
+  uint64_t count;              /* watch refreshes, 0: until interrupted */
+  bool wait;
+  bool progress;
+  const char *assignment;      /* set */
+};
+
+static int
+usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static int
+usage_error (const char *fmt, ...)
+{
+  va_list args;
+
+  fprintf (stderr, "discardctl: ");
+  va_start (args, fmt);
+  vfprintf (stderr, fmt, args);
+  va_end (args);
+  fprintf (stderr, "\nTry 'discardctl --help'.\n");
+  return EXIT_USAGE;
+}
+
+/* One request whose reply is a single line; --json prints it as sent. */
+static int
+simple_request (struct ctl_conn *conn, const char *request,
+                struct jf_object *reply)
+{
+  int r = ctl_conn_send (conn, request);
+
+  if (r != EXIT_OK)
+    return r;
+  while ((r = ctl_conn_read (conn, reply)) == 0)
+    ;
+  return r == -1 ? EXIT_CONNECT : ctl_conn_verdict (conn, reply);
+}
+
+static int
+connect_and (const struct cmdline *cl, struct ctl_conn *conn)
+{
+  int r = ctl_conn_resolve (conn, cl->socket);
+
+  return r == EXIT_OK ? ctl_conn_open (conn) : r;
+}
+
+/* The server's reply is the statistics object with "ok":true put first;
+ * --json prints the object alone, byte for byte what a statsfile or
+ * discardfuse's stats file holds.
+ */
+static void
+print_stats_json (const char *raw)
+{
+  static const char envelope[] = "{\"ok\":true,";
+
+  if (strncmp (raw, envelope, sizeof envelope - 1) == 0)
+    printf ("{%s", raw + sizeof envelope - 1);
+  else
+    fputs (raw, stdout);
+}
+
+static void
+print_stats (const struct cmdline *cl, struct ctl_conn *conn,
+             const struct jf_object *st)
+{
+  if (cl->format == FORMAT_JSON)
+    print_stats_json (conn->raw);
+  else if (cl->format == FORMAT_PROMETHEUS)
+    stats_print_prometheus (st, stdout);
+  else
+    stats_print_table (st, stdout);
+}
+
+/* The live view's first line: rates since the previous sample. */
+static void
+print_rates (const struct cmdline *cl, const struct jf_object *st,
+             uint64_t sample, uint64_t prev[3])
+{
+  uint64_t now[3] = { 0, 0, 0 };
+  double secs = cl->interval_ms / 1000.0;
+  char every[HUMAN_LEN], clock[HUMAN_LEN], rate[HUMAN_LEN];
+  time_t t = time (NULL);
+
+  jf_u64 (st, "trims", &now[0]);
+  jf_u64 (st, "forwarded", &now[1]);
+  jf_u64 (st, "forwarded_bytes", &now[2]);
+  strftime (clock, sizeof clock, "%H:%M:%S", localtime (&t));
+  printf ("every %s, %s: ", human_duration (cl->interval_ms, every), clock);
+  if (sample == 0)
+    printf ("rates from the next refresh\n");
+  else
+    printf ("%.0f trims/s, %.0f discards/s forwarded (%s/s)\n",
+            (now[0] - prev[0]) / secs, (now[1] - prev[1]) / secs,
+            human_size ((now[2] - prev[2]) / secs, rate));
+  memcpy (prev, now, sizeof now);
+}
+
+/* A fresh connection per sample: the view survives long intervals (the
+ * server drops idle clients) and says at once when the server is gone.
+ */
+static int
+cmd_stats (const struct cmdline *cl)
+{
+  bool tty = isatty (STDOUT_FILENO) && cl->format == FORMAT_TABLE;
+  uint64_t prev[3] = { 0, 0, 0 };
+  struct timespec ts = { cl->interval_ms / 1000, cl->interval_ms % 1000 * 1000000 };
+
+  for (uint64_t i = 0; ; i++) {
+    struct ctl_conn conn = CTL_CONN_INIT;
+    struct jf_object st;
+    int r = connect_and (cl, &conn);
+
+    if (r == EXIT_OK)
+      r = simple_request (&conn, "stats", &st);
+    if (r == EXIT_OK) {
+      if (tty && cl->watch)
+        printf ("\033[H\033[2J");
+      if (cl->watch && cl->format == FORMAT_TABLE)
+        print_rates (cl, &st, i, prev);
+      print_stats (cl, &conn, &st);
+      if (cl->watch && cl->format == FORMAT_PROMETHEUS)
+        putchar ('\n');
+      fflush (stdout);
+    }
+    ctl_conn_close (&conn);
+    if (r != EXIT_OK || !cl->watch || (cl->count && i + 1 >= cl->count))
+      return r;
+    nanosleep (&ts, NULL);
+  }
+}
+
+static int
+flush_summary (const struct cmdline *cl, struct ctl_conn *conn,
+               const struct jf_object *o)
+{
+  uint64_t fwd = 0, bytes = 0, total = 0, ms = 0, pending = 0, sub = 0;
+  char a[HUMAN_LEN], b[HUMAN_LEN], c[HUMAN_LEN], d[HUMAN_LEN];
+
+  if (cl->json) {
+    fputs (conn->raw, stdout);
+    return EXIT_OK;
+  }
+  jf_u64 (o, "total_bytes", &total);
+  if (!cl->wait) {
+    printf ("flush: started, %s forwardable\n", human_size (total, a));
+    return EXIT_OK;
+  }
+  jf_u64 (o, "forwarded", &fwd);
+  jf_u64 (o, "forwarded_bytes", &bytes);
+  jf_u64 (o, "elapsed_ms", &ms);
+  jf_u64 (o, "pending_bytes", &pending);
+  jf_u64 (o, "subgranule_bytes", &sub);
+  printf ("flush: done: %" PRIu64 " discards, %s in %s; still pending %s "
+          "(sub-granule %s)\n", fwd, human_size (bytes, a),
+          human_duration (ms, b), human_size (pending, c), human_size (sub, d));
+  return EXIT_OK;
+}
+
+static int
+cmd_flush (const struct cmdline *cl, struct ctl_conn *conn)
+{
+  struct progress prog;
+  struct jf_object o;
+  char request[64];
+  int r;
+
+  snprintf (request, sizeof request, "flush%s%s", cl->wait ? " --wait" : "",
+            cl->progress ? " --progress" : "");
+  if ((r = ctl_conn_send (conn, request)) != EXIT_OK)
+    return r;
+  progress_init (&prog, stdout);
+  while ((r = ctl_conn_read (conn, &o)) == 0) {
+    uint64_t done = 0, total = 0, ms = 0;
+
+    jf_u64 (&o, "forwarded_bytes", &done);
+    jf_u64 (&o, "total_bytes", &total);
+    jf_u64 (&o, "elapsed_ms", &ms);
+    if (cl->json)
+      fputs (conn->raw, stdout);
+    else
+      progress_update (&prog, done, total, ms);
+  }
+  progress_end (&prog);
+  if (r == -1)
+    return EXIT_CONNECT;
+  r = ctl_conn_verdict (conn, &o);
+  return r == EXIT_OK ? flush_summary (cl, conn, &o) : r;
+}
+
+static int
+cmd_dump (const struct cmdline *cl, struct ctl_conn *conn)
+{
+  struct jf_object o;
+  int r = ctl_conn_send (conn, "dump");
+
+  if (r != EXIT_OK)
+    return r;
+  while ((r = ctl_conn_read (conn, &o)) == 0) {
+    uint64_t offset, length, age;
+
+    if (cl->json)
+      fputs (conn->raw, stdout);
+    else if (jf_u64 (&o, "offset", &offset) && jf_u64 (&o, "length", &length) &&
+             jf_u64 (&o, "age_ms", &age))
+      printf ("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", offset, length, age);
+  }
+  return r == -1 ? EXIT_CONNECT : ctl_conn_verdict (conn, &o);
+}
+
+static int
+cmd_pause (const struct cmdline *cl, struct ctl_conn *conn)
+{
+  struct jf_object o;
+  int r = simple_request (conn, cl->command, &o);
+
+  if (r == EXIT_OK)
+    printf ("%s\n", strcmp (cl->command, "pause") == 0
+            ? "forwarding paused" : "forwarding resumed");
+  return r;
+}
+
+static int
+cmd_set (const struct cmdline *cl, struct ctl_conn *conn)
+{
+  char request[CTL_MAX_LINE + 1];
+  struct jf_object o;
+  int r;
+
+  snprintf (request, sizeof request, "set %s", cl->assignment);
+  r = simple_request (conn, request, &o);
+  if (r == EXIT_OK)
+    printf ("%s=%s\n", jf_str (&o, "set"), jf_str (&o, "value"));
+  return r;
+}
+
+/* Command options.  Each returns EXIT_OK or EXIT_USAGE (reported). */
+
+static int
+parse_watch (struct cmdline *cl, const char *arg)
+{
+  cl->watch = true;
+  if (arg && (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1 ||
+              cl->interval_ms == 0))
+    return usage_error ("--watch=%s: expected an interval such as 1s or "
+                        "500ms (more than 0)", arg);
+  return EXIT_OK;
+}
+
+static int
+parse_format (struct cmdline *cl, const char *arg)
+{
+  static const char *const names[] = { "table", "json", "prometheus" };
+
+  for (int i = 0; i < 3; i++)
+    if (strcmp (arg, names[i]) == 0) {
+      cl->format = (enum stats_format) i;
+      return EXIT_OK;
+    }
+  return usage_error ("--format=%s: expected table, json or prometheus", arg);
+}
+
+static int
+parse_stats_option (struct cmdline *cl, int c, const char *arg)
+{
+  switch (c) {
+  case 'j': cl->format = FORMAT_JSON; return EXIT_OK;
+  case 'f': return parse_format (cl, arg);
+  case 'w': return parse_watch (cl, arg);
+  case 'n':
+    if (parse_count ("--count", arg, UINT32_MAX, &cl->count) == -1)
+      return EXIT_USAGE;
+    return EXIT_OK;
+  }
+  return EXIT_USAGE;
+}
+
+static int
+parse_command_options (struct cmdline *cl, int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "json", no_argument, NULL, 'j' },
+    { "format", required_argument, NULL, 'f' },
+    { "watch", optional_argument, NULL, 'w' },
+    { "count", required_argument, NULL, 'n' },
+    { "wait", no_argument, NULL, 'W' },
+    { "progress", no_argument, NULL, 'p' },
+    { NULL, 0, NULL, 0 },
+  };
+  bool stats = strcmp (cl->command, "stats") == 0;
+  bool flush = strcmp (cl->command, "flush") == 0;
+  bool dump = strcmp (cl->command, "dump") == 0;
+  int c, r;
+
+  optind = 0;
+  while ((c = getopt_long (argc, argv, "+", opts, NULL)) != -1) {
+    if (c == 'j' && (flush || dump))
+      cl->json = true;
+    else if (c == 'W' && flush)
+      cl->wait = true;
+    else if (c == 'p' && flush)
+      cl->wait = cl->progress = true;
+    else if (stats && c != '?' && c != 'W' && c != 'p') {
+      if ((r = parse_stats_option (cl, c, optarg)) != EXIT_OK)
+        return r;
+    }
+    else
+      return usage_error ("%s: unknown or misplaced option (see --help)",
+                          cl->command);
+  }
+  if (strcmp (cl->command, "set") == 0 && argc - optind == 1)
+    cl->assignment = argv[optind++];
+  if (optind < argc)
+    return usage_error ("unexpected argument '%s' (see --help)", argv[optind]);
+  return EXIT_OK;
+}
+
+static int
+check_assignment (const char *a)
+{
+  if (a == NULL)
+    return usage_error ("set: expected KEY=VALUE, e.g. set delay=10s");
+  if (strchr (a, '=') == NULL || a[0] == '=' || strlen (a) >= CTL_MAX_LINE - 4)
+    return usage_error ("set %s: expected KEY=VALUE, e.g. set delay=10s", a);
+  for (const char *p = a; *p; p++)
+    if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e)
+      return usage_error ("set %s: KEY=VALUE must be printable text without "
+                          "spaces", a);
+  return EXIT_OK;
+}
+
+static int
+parse_global (struct cmdline *cl, int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "socket", required_argument, NULL, 's' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  while ((c = getopt_long (argc, argv, "+s:hV", opts, NULL)) != -1) {
+    switch (c) {
+    case 's': cl->socket = optarg; break;
+    case 'h': fputs (USAGE, stdout); exit (EXIT_OK);
+    case 'V': printf ("discardctl (discardcache) %s\n", PACKAGE_VERSION); exit (EXIT_OK);
+    default: return usage_error ("bad option");
+    }
+  }
+  if (optind == argc)
+    return usage_error ("a command is required: stats, flush, dump, pause, "
+                        "resume or set");
+  return EXIT_OK;
+}
+
+int
+main (int argc, char **argv)
+{
+  static const char *const commands[] = {
+    "stats", "flush", "dump", "pause", "resume", "set",
+  };
+  struct cmdline cl = { .interval_ms = 1000 };
+  struct ctl_conn conn = CTL_CONN_INIT;
+  bool known = false;
+  int r;
+
+  if ((r = parse_global (&cl, argc, argv)) != EXIT_OK)
+    return r;
+  cl.command = argv[optind];
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    known |= strcmp (cl.command, commands[i]) == 0;
+  if (!known)
+    return usage_error ("unknown command '%s': expected stats, flush, dump, "
+                        "pause, resume or set", cl.command);
+  r = parse_command_options (&cl, argc - optind, argv + optind);
+  if (r == EXIT_OK && strcmp (cl.command, "set") == 0)
+    r = check_assignment (cl.assignment);
+  if (r != EXIT_OK)
+    return r;
+  if (strcmp (cl.command, "stats") == 0)
+    return cmd_stats (&cl);
+  if ((r = connect_and (&cl, &conn)) == EXIT_OK) {
+    if (strcmp (cl.command, "flush") == 0)
+      r = cmd_flush (&cl, &conn);
+    else if (strcmp (cl.command, "dump") == 0)
+      r = cmd_dump (&cl, &conn);
+    else if (strcmp (cl.command, "set") == 0)
+      r = cmd_set (&cl, &conn);
+    else
+      r = cmd_pause (&cl, &conn);
+  }
+  ctl_conn_close (&conn);
+  if (fflush (stdout) == EOF && r == EXIT_OK) {
+    dc_error ("write error on standard output: %m");
+    r = EXIT_SERVER;
+  }
+  return r;
+}

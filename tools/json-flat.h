@@ -1,0 +1,53 @@
+/* discardcache: a parser for the flat JSON objects the control socket
+ * sends (one a line; values are numbers, strings, true, false or null,
+ * never arrays or objects).  No allocation: it works in place.
+ */
+#ifndef DISCARDCACHE_JSON_FLAT_H
+#define DISCARDCACHE_JSON_FLAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JF_MAX_MEMBERS 64
+
+enum jf_type { JF_NUMBER, JF_STRING, JF_TRUE, JF_FALSE, JF_NULL };
+
+struct jf_member {
+  const char *key;             /* unescaped, NUL-terminated */
+  enum jf_type type;
+  const char *value;           /* string: unescaped, NUL-terminated;
+                                  number: the digits, len bytes */
+  size_t len;
+};
+
+struct jf_object {
+  size_t n;
+  struct jf_member m[JF_MAX_MEMBERS];
+};
+
+/* Parse the object in line (NUL-terminated; a trailing newline is
+ * allowed).  Strings are unescaped in place, so line is modified and
+ * must outlive obj.  Returns 0, or -1 if line is not a flat object of at
+ * most JF_MAX_MEMBERS members.
+ */
+extern int jf_parse (char *line, struct jf_object *obj)
+  __attribute__ ((nonnull (1, 2)));
+
+/* The member named key, or NULL. */
+extern const struct jf_member *jf_find (const struct jf_object *obj,
+                                        const char *key)
+  __attribute__ ((nonnull (1, 2)));
+
+/* Typed look-ups: true and *out set only if key exists with that type
+ * (jf_u64: a non-negative integer that fits; jf_bool: true or false).
+ */
+extern bool jf_u64 (const struct jf_object *obj, const char *key,
+                    uint64_t *out)
+  __attribute__ ((nonnull (1, 2, 3)));
+extern bool jf_bool (const struct jf_object *obj, const char *key, bool *out)
+  __attribute__ ((nonnull (1, 2, 3)));
+extern const char *jf_str (const struct jf_object *obj, const char *key)
+  __attribute__ ((nonnull (1, 2)));
+
+#endif /* DISCARDCACHE_JSON_FLAT_H */
