@@ -90,31 +90,41 @@ bench_device ()
 #   dc-pt      nbdkit discardcache passthrough=true: our overhead alone
 #   file       nbdkit file FILE (data-path rows: the device is a file)
 #
-# HOOK(discardfuse): a contender "fuse" is the discardfuse mount instead of
-# an nbdkit server: start it in bench_contender (backend=the device URI,
-# statsfile= as for dc) and, in the filesystem rows, losetup its image
-# file instead of e2e_attach's nbdfuse file (see bench_fs_attach).
+# HOOK(discardfuse): a contender "fuse", for the filesystem rows, is the
+# discardfuse mount in front of the device instead of nbdkit + nbdfuse;
+# in fs_run (tests/bench/run), in place of bench_contender + e2e_attach:
+#     mkdir -p "$BENCH_DIR/stack/fuse" "$BENCH_DIR/stack/fs"
+#     E2E_DIR=$BENCH_DIR/stack
+#     start_discardfuse "$BENCH_DIR/stack/fuse" backend="$(bench_uri dev)" \
+#         statsfile="$BENCH_DIR/front.stats.json"
+#     E2E_MKFS_OPTS=-K e2e_mkfs_mount "$BENCH_DIR/stack" discard
+# and, in place of e2e_detach + bench_final_flush, the unmount is the
+# final flush:
+#     umount_if_mounted "$E2E_FS"; detach_loop "$E2E_DEV"
+#     t0=$(bench_now)
+#     stop_discardfuse "$BENCH_DIR/stack/fuse" "$DISCARDFUSE_PID"
+#     BENCH_FLUSH_SECS=$(bench_elapsed "$t0")
+# then add "fuse" to fs_run's list of kinds and a name in bench.py's
+# CONTENDER_NAMES (its statistics are read like dc's: kinds "dc*").
 
 # bench_contender NAME KIND BACKEND [KEYS...]: start contender KIND in
-# front of BACKEND (an NBD URI, or a file for "file"), as server NAME,
-# under any extra nbdkit options in BENCH_FRONT_FILTERS (an array).
+# front of BACKEND (an NBD URI, or a file for "file"), as server NAME.
 # discardcache writes its statistics to DIR/NAME.stats.json.
 bench_contender ()
 {
     local name=$1 kind=$2 backend=$3
     shift 3
-    local -a front=("${BENCH_FRONT_FILTERS[@]}")
     rm -f "$BENCH_DIR/$name.stats.json"
     case $kind in
     nodiscard|nbd)
-        bench_start "$name" "${front[@]}" nbd uri="$backend" "$@" ;;
+        bench_start "$name" nbd uri="$backend" "$@" ;;
     file)
-        bench_start "$name" "${front[@]}" file "$backend" "$@" ;;
+        bench_start "$name" file "$backend" "$@" ;;
     dc|dc-nodiscard)
-        bench_start "$name" "${front[@]}" "$PLUGIN" backend="$backend" \
+        bench_start "$name" "$PLUGIN" backend="$backend" \
             statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
     dc-pt)
-        bench_start "$name" "${front[@]}" "$PLUGIN" backend="$backend" \
+        bench_start "$name" "$PLUGIN" backend="$backend" \
             passthrough=true statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
     *)
         fail "bench_contender: unknown contender $kind" ;;
@@ -125,13 +135,17 @@ bench_contender ()
 # device; the seconds it took go to BENCH_FLUSH_SECS.  For now by
 # stopping nbdkit (engine_stop forwards everything pending).
 #
-# HOOK(discardctl): with tools/discardctl, start dc contenders with
-# ctl=$BENCH_DIR/NAME.ctl and time this instead, then stop:
-#     discardctl -s "$BENCH_DIR/$name.ctl" stats >"$BENCH_DIR/$name.before.json"
-#     t0=$(bench_now); discardctl -s "$BENCH_DIR/$name.ctl" flush --wait
+# HOOK(discardctl): to time the flush alone (without nbdkit's own exit,
+# about 0.3-0.5 s here) and read what was pending at the end of the run,
+# start dc contenders with ctl=$BENCH_DIR/NAME.ctl (bench_contender) and
+# do this before bench_stop:
+#     "$DISCARDCTL" -s "$BENCH_DIR/$1.ctl" stats --json >"$BENCH_DIR/$1.before.json"
+#     t0=$(bench_now)
+#     "$DISCARDCTL" -s "$BENCH_DIR/$1.ctl" flush --wait
 #     BENCH_FLUSH_SECS=$(bench_elapsed "$t0")
-# (the "before" statistics give the bytes pending at the end of the run
-# directly; bench.py record --stats-before would read them).
+# (DISCARDCTL=$abs_top_builddir/tools/discardctl); record would then read
+# pending_bytes from NAME.before.json instead of inferring it from the
+# device log.
 bench_final_flush ()
 {
     bench_stop "$1"
