@@ -39,29 +39,48 @@ e2e_start ()
     truncate -s "$size" "$dir/backing"
     mkdir -p "$dir/fuse" "$dir/fs"
     case "$E2E_FRONTEND" in
-    nbdkit) e2e_start_nbdkit "$dir" "$@" ;;
+    nbdkit)
+        start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
+            backend="$dir/backing" statsfile="$dir/stats.json" "$@"
+        e2e_nbdfuse "$dir" "$dir/nbd.sock" ;;
     fuse) e2e_start_discardfuse "$dir" "$@" ;;
     esac
-
-    attach_loop "$dir/fuse/disk" || fail "losetup on $dir/fuse/disk failed"
-    E2E_DEV=$LOOP_DEV
-    mkfs.xfs -q "$E2E_DEV" || fail "mkfs.xfs failed"
-    E2E_FS=$dir/fs
-    mount -o discard "$E2E_DEV" "$E2E_FS" || fail "mount -o discard failed"
-    cleanup_fn umount_if_mounted "$dir/fs"
+    e2e_mkfs_mount "$dir" discard
 }
 
-e2e_start_nbdkit ()
+# e2e_attach DIR SOCKET [MOUNT_OPTIONS]: the client half of the stack over
+# any NBD server on SOCKET: nbdfuse DIR/fuse/disk, then e2e_mkfs_mount.
+# Sets E2E_DEV and E2E_FS; e2e_detach takes it down while the server keeps
+# running.  A script may attach and detach many times.
+e2e_attach ()
 {
-    local dir=$1
-    shift
-    start_nbdkit -P "$dir/nbdkit.pid" -U "$dir/nbd.sock" "$PLUGIN" \
-        backend="$dir/backing" statsfile="$dir/stats.json" "$@"
+    E2E_DIR=$1
+    mkdir -p "$1/fuse" "$1/fs"
+    e2e_nbdfuse "$1" "$2"
+    e2e_mkfs_mount "$1" "${3:-}"
+}
 
-    nbdfuse "$dir/fuse/disk" --unix "$dir/nbd.sock" &
+# e2e_nbdfuse DIR SOCKET: nbdfuse shows the NBD server as DIR/fuse/disk.
+e2e_nbdfuse ()
+{
+    nbdfuse "$1/fuse/disk" --unix "$2" &
     E2E_NBDFUSE_PID=$!
     cleanup_fn e2e_stop_nbdfuse
-    wait_started "$E2E_NBDFUSE_PID" nbdfuse 30 test -e "$dir/fuse/disk"
+    wait_started "$E2E_NBDFUSE_PID" nbdfuse 30 test -e "$1/fuse/disk"
+}
+
+# e2e_mkfs_mount DIR [MOUNT_OPTIONS]: losetup DIR/fuse/disk, mkfs.xfs
+# $E2E_MKFS_OPTS, mount (with MOUNT_OPTIONS, e.g. "discard") on DIR/fs.
+e2e_mkfs_mount ()
+{
+    local dir=$1 opts=${2:-}
+    attach_loop "$dir/fuse/disk" || fail "losetup on $dir/fuse/disk failed"
+    E2E_DEV=$LOOP_DEV
+    # shellcheck disable=SC2086
+    mkfs.xfs -q ${E2E_MKFS_OPTS:-} "$E2E_DEV" || fail "mkfs.xfs failed"
+    E2E_FS=$dir/fs
+    mount ${opts:+-o "$opts"} "$E2E_DEV" "$E2E_FS" || fail "mount ${opts:+-o $opts} failed"
+    cleanup_fn umount_if_mounted "$dir/fs"
 }
 
 e2e_start_discardfuse ()
@@ -94,17 +113,26 @@ e2e_stop_nbdfuse ()
     E2E_NBDFUSE_PID=
 }
 
+# e2e_detach: the client half down (umount, loop, nbdfuse); the server
+# keeps running.
+e2e_detach ()
+{
+    umount_if_mounted "$E2E_FS"
+    detach_loop "$E2E_DEV"
+    e2e_stop_nbdfuse
+}
+
 # e2e_teardown: everything down in order, the engine last (it forwards
 # what is pending and writes its statistics at exit).
 e2e_teardown ()
 {
-    umount_if_mounted "$E2E_FS"
-    detach_loop "$E2E_DEV"
     case "$E2E_FRONTEND" in
     nbdkit)
-        e2e_stop_nbdfuse
+        e2e_detach
         stop_pidfile "$E2E_DIR/nbdkit.pid" nbdkit ;;
     fuse)
+        umount_if_mounted "$E2E_FS"
+        detach_loop "$E2E_DEV"
         stop_discardfuse "$E2E_DIR/fuse" "$E2E_DISCARDFUSE_PID" ||
             fail "discardfuse exited with status $?" ;;
     esac

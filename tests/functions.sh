@@ -104,9 +104,16 @@ await_exit ()
     wait "$pid" 2>/dev/null
 }
 
-# stop_pid PID NAME: TERM, then await_exit.
+# Pids stop_pid has already stopped and reaped.  A cleanup hook that runs
+# later must not signal them again: the kernel may since have given the
+# number to another process (pid_max is 32768 on some of these machines).
+declare -gA _stopped_pids=()
+
+# stop_pid PID NAME: TERM, then await_exit.  Only once for a pid.
 stop_pid ()
 {
+    [ -z "${_stopped_pids[$1]+set}" ] || return 0
+    _stopped_pids[$1]=1
     kill -TERM "$1" 2>/dev/null || return 0
     await_exit "$1" "$2" SIGTERM
     return 0
@@ -130,16 +137,36 @@ wait_started ()
 # wait for PIDFILE, and stop it (by that pid) at exit.  Sets NBDKIT_PID.
 start_nbdkit ()
 {
-    local pidfile= i
-    local -a args=("$@")
-    for (( i = 0; i < ${#args[@]} - 1; i++ )); do
-        [ "${args[i]}" = -P ] && pidfile=${args[i+1]}
-    done
-    [ -n "$pidfile" ] || fail "start_nbdkit: -P PIDFILE is required"
+    spawn_nbdkit "$@"
+    cleanup_fn stop_pid "$NBDKIT_PID" nbdkit
+    wait_nbdkit "$@"
+}
+
+# spawn_nbdkit -P PIDFILE ARGS...: the first half of start_nbdkit, without
+# the exit hook, for scripts that start many servers one after another and
+# keep their own list (tests/bench/lib.sh); wait_nbdkit ARGS... is the
+# second half.
+spawn_nbdkit ()
+{
+    [ -n "$(_pidfile_arg "$@")" ] || fail "start_nbdkit: -P PIDFILE is required"
     "$NBDKIT" -f "$@" &
     NBDKIT_PID=$!
-    cleanup_fn stop_pid "$NBDKIT_PID" nbdkit
-    wait_started "$NBDKIT_PID" "nbdkit $*" 60 test -s "$pidfile"
+    unset "_stopped_pids[$NBDKIT_PID]"
+}
+
+wait_nbdkit ()
+{
+    wait_started "$NBDKIT_PID" "nbdkit $*" 60 test -s "$(_pidfile_arg "$@")"
+}
+
+_pidfile_arg ()
+{
+    local -a args=("$@")
+    local i
+    for (( i = 0; i < ${#args[@]} - 1; i++ )); do
+        [ "${args[i]}" = -P ] && echo "${args[i+1]}" && return 0
+    done
+    return 0
 }
 
 # start_discardfuse MOUNTPOINT ARGS...: run discardfuse -f ARGS MOUNTPOINT

@@ -1,0 +1,9 @@
+# The side-by-side benchmarks: tests/bench/run (`make bench`) runs every
+# contender and workload and writes docs/benchmarks.md and docs/bench-*.png;
+# its smoke mode (tiny sizes) runs in `make check` so the scripts cannot rot.
+EXTRA_DIST += tests/bench/run tests/bench/lib.sh tests/bench/bench.py \
+	tests/test-bench-smoke.sh
+TESTS += tests/test-bench-smoke.sh
+# The smoke run includes the extent-map benchmark, otherwise built only by
+# `make bench`.
+tests/test-bench-smoke.log: $(bench_programs)
