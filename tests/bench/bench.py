@@ -191,17 +191,20 @@ def fmt_ratio(r):
 
 
 def against(rels):
-    """'1.02x (0.9–1.1) no discard (nbdkit nbd), 0.97x ... no discard (discardcache)'."""
-    return ", ".join("%s %s" % (fmt_rel(r), cname(b)) for b, r in rels.items())
+    """'1.021x (0.90–1.10) no discard (nbdkit nbd), 0.970x ... no discard (discardcache)'."""
+    return ", ".join("%s %s" % (fmt_rel(r, 3), cname(b)) for b, r in rels.items())
 
 
-def fmt_rel(rel):
+def fmt_rel(rel, digits=2):
+    """A ratio (three digits where it is judged against a target, so that a
+    0.899 does not print as a 0.90 that missed 0.9), the spread in brackets."""
     r, lo, hi = rel
     if r is None:
         return "–"
+    head = "%.*fx" % (digits, r)
     if lo is None or lo == hi:
-        return "%.2fx" % r
-    return "%.2fx (%.2f–%.2f)" % (r, lo, hi)
+        return head
+    return "%s (%.2f–%.2f)" % (head, lo, hi)
 
 
 def md_table(head, rows):
@@ -223,6 +226,22 @@ CONTENDER_NAMES = {
     "dc-pt": "discardcache passthrough=true",
     "file": "nbdkit file",
 }
+
+
+# Each contender looks the same in every plot: colour, dash type, width.
+STYLES = {
+    "nodiscard": ("#7f7f7f", 1, 2),
+    "dc-nodiscard": ("#2ca02c", 1, 2),
+    "nbd": ("#d62728", 1, 2),
+    "dc": ("#1f77b4", 1, 3),
+    "dc-pt": ("#ff7f0e", 2, 2),
+    "file": ("#7f7f7f", 1, 2),
+}
+
+
+def style(c):
+    colour, dash, width = STYLES.get(c, ("#000000", 1, 2))
+    return "lc rgb '%s' dt %d lw %d" % (colour, dash, width)
 
 
 def cname(c):
@@ -374,7 +393,8 @@ def report_fs(t, out, targets):
                 % (100 * (r or 0), fmt(floor, 0), 100 * ratio(floor or 0, sent)))))
             out.append("What the discardcache row shows: it forwarded %s discards during the "
                        "churn, %s during fstrim and %s in the final flush (%s s); writes "
-                       "cancelled %s MiB of the %s MiB the filesystem trimmed. The device file "
+                       "cancelled %s MiB of the %s MiB the filesystem trimmed (fstrim's pass over all "
+                       "free space included). The device file "
                        "holds %s MiB after it, against %s MiB the filesystem uses.\n"
                        % (fmt(t.med(case, "dc", "dev_discards_churn"), 0),
                           fmt(t.med(case, "dc", "dev_discards_fstrim"), 0),
@@ -410,7 +430,7 @@ def report_datapath(t, out, targets):
                      fmt(f_bw), fmt(d_bw), fmt_rel(r_bw),
                      fmt(t.med(case, "file", key + "p99")), fmt(t.med(case, "dc", key + "p99"))])
         if r_iops[0] is not None:
-            targets.append(("3. data path, " + case, verdict(min(r_iops[0], r_bw[0]) >= 0.95, "discardcache IOPS %s, bandwidth %s nbdkit file (target ≥ 0.95x)" % (fmt_rel(r_iops), fmt_rel(r_bw)))))
+            targets.append(("3. data path, " + case, verdict(min(r_iops[0], r_bw[0]) >= 0.95, "discardcache IOPS %s, bandwidth %s nbdkit file (target ≥ 0.95x)" % (fmt_rel(r_iops, 3), fmt_rel(r_bw, 3)))))
     out.append(md_table(["job", "file IOPS", "dc IOPS", "×", "file MiB/s", "dc MiB/s", "×",
                          "file p99 ms", "dc p99 ms"], rows))
     out.append("")
@@ -482,7 +502,7 @@ def write_plots(mixed, fs, outdir, pngdir, meta):
         for case, path, cols in lat:
             g.append("set title %s" % gp_quote(case))
             g.append("plot " + ", ".join(
-                "%s using 1:%d with linespoints lw 2 title %s" % (gp_quote(path), i + 2, gp_quote(cname(c)))
+                "%s using 1:%d with linespoints %s title %s" % (gp_quote(path), i + 2, style(c), gp_quote(cname(c)))
                 for i, c in enumerate(cols)))
         g.append("unset multiplot")
         scripts.append(("bench-latency.gp", g))
@@ -516,12 +536,13 @@ def write_plots(mixed, fs, outdir, pngdir, meta):
             g.append("unset arrow")
             g.append("set xrange [0:%.3f]" % (1.03 * max([timeline_end(p) for _, p, _ in series] +
                                                         [stop or 0 for _, _, stop in series] + [0.1])))
-            for n, (c, path, stop) in enumerate(series, 1):
+            for c, path, stop in series:
                 if stop is not None:
-                    g.append("set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dt 2 lc %d" % (stop, stop, n))
+                    g.append("set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dt 3 lc rgb '%s'"
+                             % (stop, stop, STYLES.get(c, ("#000000", 1, 2))[0]))
             g.append("plot " + ", ".join(
-                "%s using 1:2 with steps lw 2 lc %d title %s" % (gp_quote(path), n, gp_quote(cname(c)))
-                for n, (c, path, stop) in enumerate(series, 1)))
+                "%s using 1:2 with steps %s title %s" % (gp_quote(path), style(c), gp_quote(cname(c)))
+                for c, path, stop in series))
         g.append("unset arrow")
         g.append("unset multiplot")
         scripts.append(("bench-discards.gp", g))
@@ -564,8 +585,11 @@ def report(args):
         "Written by `tests/bench/run` (`make bench`) on %s. **Figures are medians of %s "
         "runs on a shared, noisy 2-core machine** (other engineers were building and "
         "testing at the same time); contenders ran interleaved (run 1 of every "
-        "contender, then run 2, ...), each against a freshly started device. Treat "
-        "differences under about 10%% as noise.\n" % (meta["date"], meta["reps"]))
+        "contender, then run 2 in the reverse order, ...), each against a freshly started "
+        "device. Where a "
+        "ratio is given, the brackets hold the lowest and highest ratio of a single run "
+        "to the baseline run next to it: differences inside that spread are noise.\n"
+        % (meta["date"], meta["reps"]))
     out.append(md_table(["", ""], [
         ["CPU", "%s, %s CPUs online" % (meta["cpu"], meta["nproc"])],
         ["kernel", meta["kernel"]], ["nbdkit", meta["nbdkit"]], ["libnbd", meta["libnbd"]],
@@ -603,9 +627,10 @@ def report(args):
     for r in records:
         if r.get("workload") == "extmap":
             out.append("## 5. Extent map microbenchmark, rerun\n")
-            out.append("`tests/bench/bench-extmap %s`, in the same run (its own reading "
-                       "against the targets is in the extent-map section of this file):\n"
-                       % r.get("args", ""))
+            out.append("`tests/bench/bench-extmap %s`, in the same run (`make bench-extmap` "
+                       "runs it alone at full scale; a reading of it against its targets "
+                       "belongs outside this generated part of the file, which `make bench` "
+                       "leaves as it is):\n" % r.get("args", ""))
             out.append("```\n" + r["output"].rstrip() + "\n```\n")
     out.append(END)
     section = "\n".join(out) + "\n"
