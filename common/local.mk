@@ -2,7 +2,8 @@ noinst_HEADERS += \
 	common/arith.h \
 	common/cleanup.h \
 	common/log.h \
-	common/log-stderr.h
+	common/log-stderr.h \
+	common/splitmix.h
 
 # Programs that are not the nbdkit plugin link this for dc_error/dc_debug.
 noinst_LTLIBRARIES += libdclogstderr.la

@@ -29,6 +29,7 @@
 
 #include "arith.h"
 #include "extmap.h"
+#include "splitmix.h"
 
 #define KiB UINT64_C (1024)
 #define GiB (KiB * KiB * KiB)
@@ -334,19 +335,9 @@ static const struct impl tsearch_impl = {
 static uint64_t rng_state = 1;
 
 static uint64_t
-rnd (void)
-{
-  uint64_t z = (rng_state += UINT64_C (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C (0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static uint64_t
 below (uint64_t n)
 {
-  return rnd () % n;
+  return splitmix_below (&rng_state, n);
 }
 
 static double

@@ -32,6 +32,7 @@
 #include "arith.h"
 #include "extmap.h"
 #include "extmap-ref.h"
+#include "splitmix.h"
 
 /* Defined in cache/extmap.c for the tests; not part of extmap.h. */
 extern const char *extmap_check (const struct extmap *map);
@@ -49,18 +50,13 @@ static uint64_t rng_state;
 static uint64_t
 rnd (void)
 {
-  uint64_t z = (rng_state += UINT64_C (0x9e3779b97f4a7c15));
-
-  z = (z ^ (z >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C (0x94d049bb133111eb);
-  return z ^ (z >> 31);
+  return splitmix_next (&rng_state);
 }
 
-/* Uniform in [0, n), n > 0; the bias is irrelevant here. */
 static uint64_t
 below (uint64_t n)
 {
-  return rnd () % n;
+  return splitmix_below (&rng_state, n);
 }
 
 /* ---- the run ---- */
