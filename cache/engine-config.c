@@ -33,7 +33,12 @@ const char engine_config_help[] =
   "                         $XDG_RUNTIME_DIR/discardcache/PID.sock, else\n"
   "                         /run/discardcache/PID.sock).\n"
   "state=FILE               Save pending discards here at a clean stop and\n"
-  "                         load them at the next start (none).";
+  "                         load them at the next start (none).\n"
+  "thin=BOOL                Thin mode: map logical slots to physical ones,\n"
+  "                         reusing freed slots (off).\n"
+  "slot=SIZE                Thin slot size, a power of two (64k).\n"
+  "size=SIZE                Thin exported size (the backend's).\n"
+  "meta=FILE                Thin mode's map and journal (required).";
 
 const char engine_config_runtime_keys[] = "delay, minlen, idle and rate";
 
@@ -50,6 +55,7 @@ engine_config_init (struct engine_config *cfg)
     .idle_ms = 200,
     .max_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
+    .slot = 64 * 1024,
   };
 }
 
@@ -59,7 +65,8 @@ engine_config_free (struct engine_config *cfg)
   free (cfg->backend);
   free (cfg->ctl);
   free (cfg->state);
-  cfg->backend = cfg->ctl = cfg->state = NULL;
+  free (cfg->meta);
+  cfg->backend = cfg->ctl = cfg->state = cfg->meta = NULL;
 }
 
 /* strdup that keeps NULL. */
@@ -78,7 +85,8 @@ engine_config_copy (struct engine_config *dst, const struct engine_config *src)
   *dst = *src;
   if (dup_string (src->backend, &dst->backend) == -1 ||
       dup_string (src->ctl, &dst->ctl) == -1 ||
-      dup_string (src->state, &dst->state) == -1) {
+      dup_string (src->state, &dst->state) == -1 ||
+      dup_string (src->meta, &dst->meta) == -1) {
     dc_error ("engine: out of memory copying the settings");
     engine_config_free (dst);
     errno = ENOMEM;
@@ -214,6 +222,43 @@ set_path (const char *key, const char *value, const char *forms, char **out)
   return 0;
 }
 
+/* Thin slots: at least a sector, at most 1 GiB (one slot is zero-filled
+ * and discarded in one piece).
+ */
+static int
+set_slot (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t n;
+
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  if (!is_power_of_2 (n) || n < 512 || n > (UINT64_C (1) << 30)) {
+    dc_error ("%s=%s: invalid value: expected a power of two from 512 to 1G, "
+              "such as 64k", key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
+static int
+set_thin_size (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t n;
+
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  if (n == 0 || n > (UINT64_C (1) << 62)) {
+    dc_error ("%s=%s: invalid value: expected %s, more than 0 and at most "
+              "4E", key, value, PARSE_SIZE_FORMS);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = n;
+  return 0;
+}
+
 #define CTL_FORMS "none, or the path of a Unix socket to create, e.g. /run/dc.sock"
 
 static int
@@ -277,6 +322,15 @@ engine_config_set (struct engine_config *cfg, const char *key,
   if (strcmp (key, "state") == 0)
     return set_path (key, value, "the path of a file, e.g. /var/lib/dc.state",
                      &cfg->state);
+  if (strcmp (key, "thin") == 0)
+    return parse_bool (key, value, &cfg->thin);
+  if (strcmp (key, "slot") == 0)
+    return set_slot (key, value, &cfg->slot);
+  if (strcmp (key, "size") == 0)
+    return set_thin_size (key, value, &cfg->size);
+  if (strcmp (key, "meta") == 0)
+    return set_path (key, value, "the path of a file, e.g. /var/lib/dc.meta",
+                     &cfg->meta);
   return 1;
 }
 
@@ -286,6 +340,18 @@ engine_config_complete (const struct engine_config *cfg)
   if (cfg->backend == NULL) {
     dc_error ("backend parameter is required: backend=PATH of a file or block "
               "device, or backend=URI such as nbd+unix:///?socket=/path");
+    errno = EINVAL;
+    return -1;
+  }
+  if (cfg->thin && cfg->meta == NULL) {
+    dc_error ("thin=on needs meta=FILE: the file that keeps the slot map "
+              "and its journal (created if missing)");
+    errno = EINVAL;
+    return -1;
+  }
+  if (!cfg->thin && (cfg->meta || cfg->size)) {
+    dc_error ("%s is a thin-mode key: add thin=on, or remove it",
+              cfg->meta ? "meta=" : "size=");
     errno = EINVAL;
     return -1;
   }

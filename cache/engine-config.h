@@ -28,6 +28,10 @@ struct engine_config {
   char *ctl;                   /* control socket path (owned); NULL: default */
   bool ctl_disabled;           /* ctl=none */
   char *state;                 /* state file path (owned); NULL: none */
+  bool thin;                   /* thin=on: map logical slots to physical */
+  uint64_t slot;               /* thin slot size, a power of two */
+  uint64_t size;               /* thin exported size; 0: the backend's */
+  char *meta;                  /* thin map and journal (owned) */
 };
 
 /* The keys engine_set accepts while running, for messages. */
@@ -54,7 +58,9 @@ extern int engine_config_copy (struct engine_config *dst,
 extern int engine_config_set (struct engine_config *cfg, const char *key,
                               const char *value);
 
-/* Check what single keys cannot: backend present.  Returns 0 or -1. */
+/* Check what single keys cannot: backend present, meta= with thin=on.
+ * Returns 0 or -1.
+ */
 extern int engine_config_complete (const struct engine_config *cfg);
 
 /* Whether key may be changed while the engine runs (control socket). */

@@ -13,6 +13,7 @@
 #include "engine-internal.h"
 #include "log.h"
 #include "policy.h"
+#include "thin-engine.h"
 
 /* Rebase the extent map's 32-bit millisecond ticks well before they
  * wrap (2^31 ms is about 24 days).
@@ -141,9 +142,11 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   e->epoch_ms = engine_now_ms ();
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
+  if (e->cfg.thin && thin_open (e) == -1)
+    goto err_sync;
   /* Before the first request: invariant 4. */
   if (e->cfg.state && engine_state_load (e) == -1)
-    goto err_sync;
+    goto err_thin;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
             e->cfg.backend, b->ops->kind, b->size, e->granularity,
@@ -151,6 +154,8 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
             e->forwarding_disabled ? "unsupported" : "supported");
   return e;
 
+ err_thin:
+  thin_close (e);
  err_sync:
   pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
@@ -286,6 +291,7 @@ engine_close (struct engine *e)
    */
   if (e->thread_running || e->ctl || (e->cfg.state && !e->state_saved))
     engine_stop (e, 0);
+  thin_close (e);
   backend_close (e->backend);
   extmap_free (e->map);
   pthread_cond_destroy (&e->flushed);
@@ -299,12 +305,16 @@ engine_close (struct engine *e)
 uint64_t
 engine_size (const struct engine *e)
 {
+  if (e->thin)
+    return thin_size (e->thin);
   return e->backend->size;
 }
 
 const struct backend_limits *
 engine_limits (const struct engine *e)
 {
+  if (e->thin)
+    return thin_limits (e->thin);
   return &e->backend->limits;
 }
 
@@ -324,9 +334,9 @@ request_end (struct engine *e)
   atomic_fetch_sub (&e->active_requests, 1);
 }
 
-static int
-check_range (const struct engine *e, uint64_t offset, uint64_t length,
-             bool write)
+int
+engine_check_range (const struct engine *e, uint64_t size, uint64_t offset,
+                    uint64_t length, bool write)
 {
   uint64_t end;
 
@@ -334,14 +344,20 @@ check_range (const struct engine *e, uint64_t offset, uint64_t length,
     errno = EROFS;
     return -1;
   }
-  if (length == 0 || ADD_OVERFLOW (offset, length, &end) ||
-      end > e->backend->size) {
+  if (length == 0 || ADD_OVERFLOW (offset, length, &end) || end > size) {
     dc_error ("request [%" PRIu64 ", +%" PRIu64 ") is outside the disk "
-              "(size %" PRIu64 ")", offset, length, e->backend->size);
+              "(size %" PRIu64 ")", offset, length, size);
     errno = EINVAL;
     return -1;
   }
   return 0;
+}
+
+static int
+check_range (const struct engine *e, uint64_t offset, uint64_t length,
+             bool write)
+{
+  return engine_check_range (e, e->backend->size, offset, length, write);
 }
 
 /* Without memory to split an extent, cancel every overlapping extent
@@ -461,7 +477,8 @@ collect_zero_ranges (struct engine *e, struct zero_list *z)
 }
 
 int
-engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
+engine_phys_pread (struct engine *e, void *buf, uint32_t count,
+                   uint64_t offset)
 {
   struct zero_list z = { .start = offset, .end = offset + count };
   int r;
@@ -482,8 +499,8 @@ engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
 }
 
 int
-engine_pwrite (struct engine *e, const void *buf, uint32_t count,
-               uint64_t offset, bool fua)
+engine_phys_pwrite (struct engine *e, const void *buf, uint32_t count,
+                    uint64_t offset, bool fua)
 {
   int r;
 
@@ -497,8 +514,8 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
 }
 
 int
-engine_zero (struct engine *e, uint64_t offset, uint64_t length,
-             bool may_trim, bool fua, bool fast)
+engine_phys_zero (struct engine *e, uint64_t offset, uint64_t length,
+                  bool may_trim, bool fua, bool fast)
 {
   int r;
 
@@ -584,7 +601,8 @@ record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
 }
 
 int
-engine_trim (struct engine *e, uint64_t offset, uint64_t length, bool fua)
+engine_phys_trim (struct engine *e, uint64_t offset, uint64_t length,
+                  bool fua)
 {
   int r = 0;
 
@@ -653,7 +671,7 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
  * its data for lost and shuts down.
  */
 int
-engine_flush (struct engine *e)
+engine_phys_flush (struct engine *e)
 {
   int r;
 
@@ -666,8 +684,8 @@ engine_flush (struct engine *e)
 }
 
 int
-engine_extents (struct engine *e, uint64_t offset, uint64_t length,
-                backend_extent_fn fn, void *opaque)
+engine_phys_extents (struct engine *e, uint64_t offset, uint64_t length,
+                     backend_extent_fn fn, void *opaque)
 {
   int r;
 
@@ -768,4 +786,53 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
   pthread_mutex_unlock (&e->lock);
+  if (e->thin)
+    thin_get_stats (e->thin, st);
+}
+
+/* The data path: thin mode cuts each request per slot and comes back
+ * to the engine_phys_* functions at the physical addresses.
+ */
+int
+engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
+{
+  return e->thin ? thin_pread (e->thin, buf, count, offset)
+                 : engine_phys_pread (e, buf, count, offset);
+}
+
+int
+engine_pwrite (struct engine *e, const void *buf, uint32_t count,
+               uint64_t offset, bool fua)
+{
+  return e->thin ? thin_pwrite (e->thin, buf, count, offset, fua)
+                 : engine_phys_pwrite (e, buf, count, offset, fua);
+}
+
+int
+engine_zero (struct engine *e, uint64_t offset, uint64_t length,
+             bool may_trim, bool fua, bool fast)
+{
+  return e->thin ? thin_zero (e->thin, offset, length, may_trim, fua, fast)
+                 : engine_phys_zero (e, offset, length, may_trim, fua, fast);
+}
+
+int
+engine_trim (struct engine *e, uint64_t offset, uint64_t length, bool fua)
+{
+  return e->thin ? thin_trim (e->thin, offset, length, fua)
+                 : engine_phys_trim (e, offset, length, fua);
+}
+
+int
+engine_flush (struct engine *e)
+{
+  return e->thin ? thin_flush (e->thin) : engine_phys_flush (e);
+}
+
+int
+engine_extents (struct engine *e, uint64_t offset, uint64_t length,
+                backend_extent_fn fn, void *opaque)
+{
+  return e->thin ? thin_extents (e->thin, offset, length, fn, opaque)
+                 : engine_phys_extents (e, offset, length, fn, opaque);
 }

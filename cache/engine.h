@@ -51,6 +51,22 @@ struct engine_stats {
   uint64_t max_discard;
   uint64_t max_extents;
   uint64_t memory_bytes;            /* held by the extent map */
+  /* Thin mode (all 0 unless thin is true). */
+  bool thin;
+  uint64_t thin_slot;               /* slot size */
+  uint64_t thin_size;               /* exported size */
+  uint64_t thin_slots;              /* physical slots in the pool */
+  uint64_t thin_mapped;             /* slots mapped */
+  uint64_t thin_free_clean;         /* free, nothing to discard */
+  uint64_t thin_free_pending;       /* free, their discard still pending */
+  uint64_t thin_free_undurable;     /* unmapped, unmap not yet durable */
+  uint64_t thin_allocated;          /* slots allocated */
+  uint64_t thin_reused;             /* ... whose pending discard they cancelled */
+  uint64_t thin_enospc;             /* writes failed for want of a slot */
+  uint64_t thin_commits;            /* journal commits (FLUSH, FUA, ...) */
+  uint64_t thin_journal_bytes;      /* meta file: checkpoint + journal */
+  uint64_t thin_checkpoints;        /* checkpoints written */
+  uint64_t thin_last_checkpoint;    /* its unix time, 0 if none */
 };
 
 /* Open the backend named in cfg and build an engine around it.  The

@@ -26,6 +26,11 @@ libengine_la_SOURCES = \
 	cache/state-file.c \
 	cache/stats.c \
 	cache/stats.h \
+	cache/thin.c \
+	cache/thin.h \
+	cache/thin-journal.c \
+	cache/thin-map.c \
+	common/crc32c.c \
 	common/parse.c \
 	common/parse.h
 libengine_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)

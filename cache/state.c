@@ -13,6 +13,8 @@
 #include <zstd.h>
 
 #include "arith.h"
+#include "crc32c.h"
+#include "le.h"
 #include "log.h"
 #include "state.h"
 
@@ -36,50 +38,6 @@ enum {
  */
 #define WINDOW_LOG_MAX 24
 #define VARINT_MAX 10
-
-/* Little-endian integers of n bytes, whatever the host's order. */
-static void
-put_le (unsigned char *p, uint64_t v, int n)
-{
-  for (int i = 0; i < n; i++)
-    p[i] = v >> (8 * i);
-}
-
-static uint64_t
-get_le (const unsigned char *p, int n)
-{
-  uint64_t v = 0;
-
-  for (int i = n - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-#define put32(p, v) put_le ((p), (v), 4)
-#define put64(p, v) put_le ((p), (v), 8)
-#define get32(p) ((uint32_t) get_le ((p), 4))
-#define get64(p) get_le ((p), 8)
-
-/* CRC-32C (Castagnoli), reflected, table-driven; the table is built on
- * the stack per call (256 entries), which costs nothing beside a file.
- */
-static uint32_t
-crc32c (uint32_t crc, const unsigned char *p, size_t n)
-{
-  uint32_t table[256];
-
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-
-    for (int k = 0; k < 8; k++)
-      c = c & 1 ? (c >> 1) ^ 0x82f63b78 : c >> 1;
-    table[i] = c;
-  }
-  crc = ~crc;
-  while (n--)
-    crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
 
 uint32_t
 state_checksum (const void *image, size_t len)

@@ -23,12 +23,23 @@
   X (forward_errors) X (granularity) X (max_discard)        \
   X (max_extents) X (memory_bytes)
 
+/* Thin mode's, present only with thin=on. */
+#define STATS_THIN_U64(X)                                   \
+  X (thin_slot) X (thin_size) X (thin_slots) X (thin_mapped)\
+  X (thin_free_clean) X (thin_free_pending)                 \
+  X (thin_free_undurable) X (thin_allocated) X (thin_reused)\
+  X (thin_enospc) X (thin_commits) X (thin_journal_bytes)   \
+  X (thin_checkpoints) X (thin_last_checkpoint)
+
 int
 stats_write_json (const struct engine_stats *st, FILE *fp)
 {
   fprintf (fp, "{\"version\":1");
 #define JSON_FIELD(name) fprintf (fp, ",\"" #name "\":%" PRIu64, st->name);
   STATS_U64 (JSON_FIELD)
+  if (st->thin) {
+    STATS_THIN_U64 (JSON_FIELD)
+  }
 #undef JSON_FIELD
   fprintf (fp, ",\"last_error\":%d,\"discard_supported\":%s,\"paused\":%s}\n",
            st->last_error, st->discard_supported ? "true" : "false",
@@ -87,6 +98,9 @@ stats_write_lines (const struct engine_stats *st,
   snprintf (line, sizeof line, "%-26s %" PRIu64, #name, st->name);        \
   emit (line, opaque);
   STATS_U64 (LINE_FIELD)
+  if (st->thin) {
+    STATS_THIN_U64 (LINE_FIELD)
+  }
 #undef LINE_FIELD
   snprintf (line, sizeof line, "%-26s %d", "last_error", st->last_error);
   emit (line, opaque);

@@ -1,6 +1,8 @@
 noinst_HEADERS += \
 	common/arith.h \
 	common/cleanup.h \
+	common/crc32c.h \
+	common/le.h \
 	common/log.h \
 	common/log-stderr.h \
 	common/splitmix.h

@@ -14,3 +14,12 @@ tests_unit_test_engine_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 tests_unit_test_parse_SOURCES = tests/unit/test-parse.c
 tests_unit_test_parse_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_parse_LDADD = libengine.la libdclogstderr.la $(CMOCKA_LIBS)
+
+# Thin mode: allocator, journal, recovery (cmocka, in-memory backend).
+check_PROGRAMS += tests/unit/test-thin
+TESTS += tests/unit/test-thin
+tests_unit_test_thin_SOURCES = tests/unit/test-thin.c \
+	tests/unit/scratch.c tests/unit/scratch.h
+tests_unit_test_thin_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_thin_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_thin_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)

@@ -9,7 +9,8 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 fuzz_ctl_proto_sources = \
 	tests/fuzz/fuzz-ctl-proto.c cache/ctl-proto.c tools/json-flat.c
 fuzz_state_sources = \
-	tests/fuzz/fuzz-state.c cache/state.c common/log-stderr.c
+	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c \
+	common/log-stderr.c
 
 EXTRA_DIST += \
 	tests/fuzz/fuzz-ctl-proto.c \
