@@ -11,6 +11,8 @@
 #   VERIFY_SEED=N      the seed (default: from the clock; always printed)
 #   VERIFY_SCALE=PCT   percentage of the usual number of operations
 #                      (sanitizer builds run fewer; soak runs more)
+#   VERIFY_RESTART_KEYS  plugin keys the checking server needs too (thin
+#                      mode: thin=on size=... meta=...)
 
 VERIFY=$abs_top_builddir/tests/verifier/verify
 [ -x "$VERIFY" ] || fail "$VERIFY is missing: build first (make check)"
@@ -64,8 +66,10 @@ verify_run ()
 
     # A fresh server on the same backend: everything forwarded at the
     # stop has landed, and no acknowledged write may be missing.
+    local -a rkeys
+    read -r -a rkeys <<< "${VERIFY_RESTART_KEYS:-}"
     start_nbdkit -P "$dir/$name.check.pid" -U "$dir/$name.check.sock" \
-        "$PLUGIN" backend="$backend"
+        "$PLUGIN" backend="$backend" "${rkeys[@]}"
     "$VERIFY" --uri "nbd+unix:///?socket=$dir/$name.check.sock" \
         --load-model "$dir/$name.model" --verify-only \
         > "$dir/$name.check.out" ||

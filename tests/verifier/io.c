@@ -117,7 +117,8 @@ static void
 record_error (struct verifier *v, const struct op *op, int err)
 {
   v->errors[op->type][MIN (err, ERRNO_SLOTS - 1)]++;
-  if (v->opt.expect_errors)
+  if (v->opt.expect_errors ||
+      (v->opt.allow_enospc && op->type == OP_WRITE && err == ENOSPC))
     return;
   fprintf (stderr, "verify: %s [%" PRIu64 ", +%" PRIu64 ") failed: %s\n",
            op_names[op->type], op->offset, op->length, strerror (err));

@@ -20,6 +20,7 @@ VERIFY_TESTS = \
 	tests/test-verify-granularity.sh \
 	tests/test-verify-slow-discard.sh \
 	tests/test-verify-passthrough.sh \
+	tests/test-verify-thin.sh \
 	tests/test-faults.sh \
 	tests/test-backend-reconnect.sh
 TESTS += $(VERIFY_TESTS)

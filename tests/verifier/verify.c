@@ -47,6 +47,8 @@ static const char usage_text[] =
   "  --fua PCT           commands with FUA (5)\n"
   "  --large-trims PCT   trims of 1-16 MiB (2)\n"
   "  --expect-errors     count errors instead of failing on them\n"
+  "  --allow-enospc      count writes failing with ENOSPC (a full thin pool):\n"
+  "                      their blocks may then hold anything\n"
   "  --save-model FILE   save the model at the end\n"
   "  --load-model FILE   start from a saved model (and check it first)\n"
   "  --verify-only       only check the disk against the (loaded) model\n"
@@ -105,7 +107,7 @@ parse_mix (struct options *o, const char *s)
 enum {
   O_URI = 256, O_CONNECTIONS, O_DEPTH, O_OPS, O_SECONDS, O_SEED,
   O_CHECKPOINT, O_MIX, O_MAX_BLOCKS, O_UNALIGNED, O_FUA, O_LARGE,
-  O_EXPECT_ERRORS, O_SAVE, O_LOAD, O_VERIFY_ONLY, O_ONLY_DURABLE,
+  O_EXPECT_ERRORS, O_ALLOW_ENOSPC, O_SAVE, O_LOAD, O_VERIFY_ONLY, O_ONLY_DURABLE,
   O_NO_FINAL, O_FLUSH_CMD, O_CTL_CMD, O_CMD_INTERVAL, O_PROGRESS,
 };
 
@@ -123,6 +125,7 @@ static const struct option long_options[] = {
   { "fua", required_argument, NULL, O_FUA },
   { "large-trims", required_argument, NULL, O_LARGE },
   { "expect-errors", no_argument, NULL, O_EXPECT_ERRORS },
+  { "allow-enospc", no_argument, NULL, O_ALLOW_ENOSPC },
   { "save-model", required_argument, NULL, O_SAVE },
   { "load-model", required_argument, NULL, O_LOAD },
   { "verify-only", no_argument, NULL, O_VERIFY_ONLY },
@@ -189,6 +192,7 @@ parse_options (struct options *o, int argc, char *argv[])
     case O_FUA: o->fua_pct = bounded ("--fua", optarg, 0, 100); break;
     case O_LARGE: o->large_trim_pct = bounded ("--large-trims", optarg, 0, 100); break;
     case O_EXPECT_ERRORS: o->expect_errors = true; break;
+    case O_ALLOW_ENOSPC: o->allow_enospc = true; break;
     case O_SAVE: o->save_model = optarg; break;
     case O_LOAD: o->load_model = optarg; break;
     case O_VERIFY_ONLY: o->verify_only = true; break;
@@ -334,7 +338,8 @@ print_summary (const struct verifier *v, double seconds)
     if (t != OP_CHECK)
       printf (" %s_errors=%" PRIu64 " %s_eio=%" PRIu64, op_names[t],
               errors_of (v, t, 0), op_names[t], errors_of (v, t, EIO));
-  printf (" seconds=%.1f\n", seconds);
+  printf (" write_enospc=%" PRIu64 " seconds=%.1f\n",
+          errors_of (v, OP_WRITE, ENOSPC), seconds);
   if (v->failed)
     printf ("verify: FAILED (seed %" PRIu64 ")\n", v->opt.seed);
   fflush (stdout);

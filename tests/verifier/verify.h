@@ -38,6 +38,7 @@ struct options {
   unsigned fua_pct;
   unsigned large_trim_pct;      /* trims of 1-16 MiB */
   bool expect_errors;           /* errors are counted, not failures */
+  bool allow_enospc;            /* writes may fail with ENOSPC (thin mode) */
   bool verify_only;             /* no operations: check the disk */
   bool only_durable;            /* check only blocks flushed since changed */
   bool no_final_check;
