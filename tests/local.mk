@@ -14,11 +14,12 @@ include tests/verifier/local.mk
 include tests/filters/local.mk
 
 # Tests of the plugin running under nbdkit.
-EXTRA_DIST += tests/e2e-lib.sh tests/churn.py
+EXTRA_DIST += tests/e2e-lib.sh tests/churn.py tests/thin-crash.py
 PLUGIN_TESTS = \
 	tests/test-plugin-params.sh \
 	tests/test-plugin-integration.sh \
 	tests/test-inflight-race.sh \
+	tests/test-thin-crash.sh \
 	tests/test-e2e-xfs.sh
 TESTS += $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)
