@@ -177,6 +177,49 @@ do_dump (struct ctl_client *c)
   return ctl_out_send (c);
 }
 
+/* dump --map: the thin slot map, one mapped slot a line. */
+static int
+do_dump_map (struct ctl_client *c)
+{
+  uint64_t *lg = malloc (DUMP_BATCH * sizeof *lg), from = 0, count = 0;
+  uint32_t *ph = malloc (DUMP_BATCH * sizeof *ph);
+  struct engine_stats st;
+  ssize_t n = 0;
+  FILE *fp;
+
+  engine_get_stats (c->s->e, &st);
+  if (!st.thin) {
+    free (lg);
+    free (ph);
+    return ctl_send_error (c, "dump --map: the server is not in thin mode "
+                           "(thin=on)");
+  }
+  if (lg == NULL || ph == NULL) {
+    free (lg);
+    free (ph);
+    return ctl_send_error (c, "out of memory");
+  }
+  while ((n = engine_dump_map_batch (c->s->e, from, lg, ph, DUMP_BATCH)) > 0) {
+    if (ctl_stopping (c->s) || (fp = ctl_out_open (c)) == NULL)
+      break;
+    for (ssize_t i = 0; i < n; i++)
+      fprintf (fp, "{\"offset\":%" PRIu64 ",\"physical\":%" PRIu64
+               ",\"length\":%" PRIu64 "}\n", lg[i] * st.thin_slot,
+               (uint64_t) ph[i] * st.thin_slot, st.thin_slot);
+    if (ctl_out_send (c) == -1)
+      break;
+    count += n;
+    from = lg[n - 1] + 1;
+  }
+  free (lg);
+  free (ph);
+  if (n > 0 || (fp = ctl_out_open (c)) == NULL)
+    return -1;
+  fprintf (fp, "{\"ok\":true,\"dump\":\"done\",\"slots\":%" PRIu64
+           ",\"slot\":%" PRIu64 "}\n", count, st.thin_slot);
+  return ctl_out_send (c);
+}
+
 static int
 do_pause (struct ctl_client *c, bool paused)
 {
@@ -240,7 +283,7 @@ ctl_handle_line (struct ctl_client *c, char *line, size_t len)
   switch (req.command) {
   case CTL_STATS: return do_stats (c);
   case CTL_FLUSH: return do_flush (c, &req);
-  case CTL_DUMP: return do_dump (c);
+  case CTL_DUMP: return req.map ? do_dump_map (c) : do_dump (c);
   case CTL_PAUSE: return do_pause (c, true);
   case CTL_RESUME: return do_pause (c, false);
   case CTL_SET: return do_set (c, &req);

@@ -76,6 +76,19 @@ parse_flush (char **arg, size_t nargs, struct ctl_request *req,
 }
 
 static int
+parse_dump (char **arg, size_t nargs, struct ctl_request *req,
+            char *err, size_t errlen)
+{
+  if (nargs > 1 || (nargs == 1 && strcmp (arg[0], "--map") != 0)) {
+    snprintf (err, errlen, "dump: unknown option '%.64s': expected dump "
+              "[--map]", arg[nargs - 1]);
+    return -1;
+  }
+  req->map = nargs == 1;
+  return 0;
+}
+
+static int
 parse_set (char **arg, size_t nargs, struct ctl_request *req,
            char *err, size_t errlen)
 {
@@ -118,6 +131,8 @@ ctl_parse_request (char *line, size_t len, struct ctl_request *req,
       return parse_flush (tok + 1, n - 1, req, err, errlen);
     if (req->command == CTL_SET)
       return parse_set (tok + 1, n - 1, req, err, errlen);
+    if (req->command == CTL_DUMP)
+      return parse_dump (tok + 1, n - 1, req, err, errlen);
     if (n > 1) {
       snprintf (err, errlen, "%s takes no arguments (got '%.64s')",
                 tok[0], tok[1]);

@@ -8,7 +8,7 @@
  * ASCII, ended by "\n") and answers each with JSON objects, one a line.
  * The last line of every reply carries "ok" (true, or false with
  * "error"); lines before it (dump extents, flush progress) do not.
- * Requests: stats | flush [--wait] [--progress] | dump | pause | resume |
+ * Requests: stats | flush [--wait] [--progress] | dump [--map] | pause | resume |
  * set KEY=VALUE | help.
  */
 #ifndef DISCARDCACHE_CTL_PROTO_H
@@ -23,7 +23,7 @@
 #define CTL_MAX_LINE 4096
 /* The commands, as help and error replies list them. */
 #define CTL_COMMANDS \
-  "stats, flush [--wait] [--progress], dump, pause, resume, set KEY=VALUE, help"
+  "stats, flush [--wait] [--progress], dump [--map], pause, resume, set KEY=VALUE, help"
 
 enum ctl_command {
   CTL_STATS,
@@ -39,6 +39,7 @@ struct ctl_request {
   enum ctl_command command;
   bool wait;                   /* flush --wait */
   bool progress;               /* flush --progress (implies --wait) */
+  bool map;                    /* dump --map: the thin slot map */
   const char *key;             /* set: point into the parsed line */
   const char *value;
 };

@@ -755,6 +755,17 @@ engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
   return d.n;
 }
 
+ssize_t
+engine_dump_map_batch (struct engine *e, uint64_t from, uint64_t *logical,
+                       uint32_t *physical, size_t max)
+{
+  if (e->thin == NULL) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  return thin_dump_batch (e->thin, from, logical, physical, max);
+}
+
 static int
 count_subgranule (const struct extent *x, void *opaque)
 {

@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "backend.h"
 #include "engine-config.h"
@@ -168,6 +169,15 @@ extern int engine_flush_wait (struct engine *e, const struct engine_flush *f,
 extern size_t engine_dump_batch (struct engine *e, uint64_t from,
                                  struct extent *out, size_t max,
                                  uint32_t *now_ticks);
+
+/* Thin mode: copy up to max mapped slots from logical slot `from' on,
+ * in order, into logical[] and physical[] (slot numbers; the slot size
+ * is in the stats).  Returns how many (0: none left), or -1 with errno
+ * ENOTSUP without thin mode.  The lock is held for this batch only.
+ */
+extern ssize_t engine_dump_map_batch (struct engine *e, uint64_t from,
+                                      uint64_t *logical, uint32_t *physical,
+                                      size_t max);
 
 /* Stop or restart the flusher's forwarding (drain still works). */
 extern void engine_pause (struct engine *e, bool paused);

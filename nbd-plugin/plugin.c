@@ -114,6 +114,7 @@ discardcache_config_complete (void)
   "readonly=BOOL delay=DURATION minlen=SIZE granularity=auto|SIZE\n" \
   "max-discard=auto|SIZE idle=DURATION rate=N max-extents=N\n" \
   "on-full=forward|drop flush-discards=BOOL passthrough=BOOL\n" \
+  "thin=BOOL slot=SIZE size=SIZE meta=FILE   Thin mode (slot map).\n" \
   "ctl=PATH|none    Control socket for discardctl (default: per pid).\n" \
   "state=FILE       Keep pending discards across a clean restart.\n" \
   "statsfile=FILE   Write the statistics as JSON here at exit.\n" \
@@ -162,6 +163,7 @@ discardcache_dump_plugin (void)
   printf ("discardcache_ctl=yes\n");
   printf ("discardcache_ctl_protocol=%d\n", CTL_PROTOCOL_VERSION);
   printf ("discardcache_state=zstd\n");
+  printf ("discardcache_thin=yes\n");
 }
 
 static void *

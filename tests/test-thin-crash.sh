@@ -28,9 +28,22 @@ done
 
 # A last restart checks the fifth round, then a clean stop.
 start_nbdkit -P "$dir/last.pid" -U "$dir/last.sock" "$PLUGIN" \
-    backend="$dir/disk.img" "${keys[@]}" statsfile="$dir/stats.json"
+    backend="$dir/disk.img" "${keys[@]}" statsfile="$dir/stats.json" \
+    ctl="$dir/ctl.sock"
 /usr/bin/python3 "$abs_top_srcdir/tests/thin-crash.py" "$dir/last.sock" \
     "$dir" 6 256 65536 || fail "after the last kill"
+# discardctl shows the pool and the map: one line per mapped slot, no
+# physical slot twice.
+wait_for_ctl "$dir/ctl.sock"
+"$DISCARDCTL" -s "$dir/ctl.sock" stats | grep -E '^  (thin|slots|slot use|journal):'
+"$DISCARDCTL" -s "$dir/ctl.sock" stats --json > "$dir/live.json"
+"$DISCARDCTL" -s "$dir/ctl.sock" dump --map > "$dir/map.txt" ||
+    fail "discardctl dump --map"
+mapped=$(json_get "$dir/live.json" thin_mapped)
+[ "$(wc -l < "$dir/map.txt")" -eq "$mapped" ] ||
+    fail "dump --map shows $(wc -l < "$dir/map.txt") slots, stats $mapped"
+[ "$(cut -d' ' -f2 "$dir/map.txt" | sort -u | wc -l)" -eq "$mapped" ] ||
+    fail "dump --map: a physical slot is mapped twice"
 stop_pidfile "$dir/last.pid" nbdkit
 wait_for_file "$dir/stats.json" || fail "no statistics"
 echo "thin mapped $(json_get "$dir/stats.json" thin_mapped)," \

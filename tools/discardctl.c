@@ -30,6 +30,7 @@
   "  flush [--wait] [--progress] [--json]\n" \
   "                            forward every pending discard now\n" \
   "  dump [--json]             pending extents: offset length age_ms\n" \
+  "  dump --map [--json]       thin mode's slot map: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
   "  set KEY=VALUE             change delay, minlen, idle or rate\n" \
   "\n" \
@@ -50,6 +51,7 @@ struct cmdline {
   const char *socket;
   const char *command;
   bool json;                   /* stats, flush, dump */
+  bool map;                    /* dump --map */
   enum stats_format format;
   bool watch;
   uint64_t interval_ms;
@@ -244,18 +246,24 @@ static int
 cmd_dump (const struct cmdline *cl, struct ctl_conn *conn)
 {
   struct jf_object o;
-  int r = ctl_conn_send (conn, "dump");
+  int r = ctl_conn_send (conn, cl->map ? "dump --map" : "dump");
+  /* The third column: an extent's age, or a mapped slot's place. */
+  const char *third = cl->map ? "physical" : "age_ms";
 
   if (r != EXIT_OK)
     return r;
   while ((r = ctl_conn_read (conn, &o)) == 0) {
-    uint64_t offset, length, age;
+    uint64_t offset, length, v;
 
     if (cl->json)
       fputs (conn->raw, stdout);
     else if (jf_u64 (&o, "offset", &offset) && jf_u64 (&o, "length", &length) &&
-             jf_u64 (&o, "age_ms", &age))
-      printf ("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", offset, length, age);
+             jf_u64 (&o, third, &v)) {
+      if (cl->map)
+        printf ("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", offset, v, length);
+      else
+        printf ("%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", offset, length, v);
+    }
   }
   return r == -1 ? EXIT_CONNECT : ctl_conn_verdict (conn, &o);
 }
@@ -337,6 +345,7 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
     { "count", required_argument, NULL, 'n' },
     { "wait", no_argument, NULL, 'W' },
     { "progress", no_argument, NULL, 'p' },
+    { "map", no_argument, NULL, 'm' },
     { NULL, 0, NULL, 0 },
   };
   bool stats = strcmp (cl->command, "stats") == 0;
@@ -348,6 +357,8 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
   while ((c = getopt_long (argc, argv, "+", opts, NULL)) != -1) {
     if (c == 'j' && (flush || dump))
       cl->json = true;
+    else if (c == 'm' && dump)
+      cl->map = true;
     else if (c == 'W' && flush)
       cl->wait = true;
     else if (c == 'p' && flush)

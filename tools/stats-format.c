@@ -52,6 +52,34 @@ print_dropped (const struct jf_object *st, FILE *fp)
                reasons[i].label);
 }
 
+/* Thin mode's rows, only from a server with thin=on. */
+static void
+print_thin (const struct jf_object *st, FILE *fp)
+{
+  uint64_t v;
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  if (!jf_u64 (st, "thin_slots", &v))
+    return;
+  fprintf (fp, ROW "%s exported, slots of %s\n", "thin:",
+           human_size (get (st, "thin_size"), a),
+           human_size (get (st, "thin_slot"), b));
+  fprintf (fp, ROW "%" PRIu64 " mapped, %" PRIu64 " free-clean, %" PRIu64
+           " free-pending-discard, %" PRIu64 " awaiting commit, of %" PRIu64
+           "\n", "slots:", get (st, "thin_mapped"),
+           get (st, "thin_free_clean"), get (st, "thin_free_pending"),
+           get (st, "thin_free_undurable"), v);
+  fprintf (fp, ROW "%" PRIu64 " allocated, %" PRIu64 " reused (discard "
+           "cancelled), %" PRIu64 " writes failed ENOSPC\n", "slot use:",
+           get (st, "thin_allocated"), get (st, "thin_reused"),
+           get (st, "thin_enospc"));
+  fprintf (fp, ROW "%s, %" PRIu64 " commits, %" PRIu64 " checkpoints, last "
+           "at %" PRIu64 " (unix time)\n", "journal:",
+           human_size (get (st, "thin_journal_bytes"), a),
+           get (st, "thin_commits"), get (st, "thin_checkpoints"),
+           get (st, "thin_last_checkpoint"));
+}
+
 void
 stats_print_table (const struct jf_object *st, FILE *fp)
 {
@@ -92,6 +120,7 @@ stats_print_table (const struct jf_object *st, FILE *fp)
            human_size (get (st, "max_discard"), b));
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, "memory_bytes"), a), get (st, "max_extents"));
+  print_thin (st, fp);
 }
 
 /* One metric per counter, HELP and TYPE once per name (the dropped
@@ -129,6 +158,18 @@ static const struct metric {
   { "max_discard", "max_discard_bytes", NULL, "gauge", "Largest discard sent, in bytes." },
   { "max_extents", "max_extents", NULL, "gauge", "Bound on pending extents." },
   { "memory_bytes", "memory_bytes", NULL, "gauge", "Memory held by the extent map." },
+  { "thin_slots", "thin_slots", NULL, "gauge", "Thin mode: physical slots in the pool." },
+  { "thin_mapped", "thin_slots_mapped", NULL, "gauge", "Thin mode: slots mapped." },
+  { "thin_free_clean", "thin_slots_free", "state=\"clean\"", "gauge", "Thin mode: free slots, by state." },
+  { "thin_free_pending", "thin_slots_free", "state=\"pending_discard\"", NULL, NULL },
+  { "thin_free_undurable", "thin_slots_free", "state=\"awaiting_commit\"", NULL, NULL },
+  { "thin_allocated", "thin_allocated_total", NULL, "counter", "Thin mode: slots allocated." },
+  { "thin_reused", "thin_reused_total", NULL, "counter", "Thin mode: slots reused while their discard was pending." },
+  { "thin_enospc", "thin_enospc_total", NULL, "counter", "Thin mode: writes failed for want of a free slot." },
+  { "thin_commits", "thin_commits_total", NULL, "counter", "Thin mode: journal commits." },
+  { "thin_journal_bytes", "thin_journal_bytes", NULL, "gauge", "Thin mode: size of the meta file." },
+  { "thin_checkpoints", "thin_checkpoints_total", NULL, "counter", "Thin mode: checkpoints written." },
+  { "thin_last_checkpoint", "thin_last_checkpoint_seconds", NULL, "gauge", "Thin mode: unix time of the last checkpoint." },
 };
 
 void
