@@ -20,6 +20,7 @@ PLUGIN_TESTS = \
 	tests/test-plugin-integration.sh \
 	tests/test-inflight-race.sh \
 	tests/test-thin-crash.sh \
+	tests/test-e2e-thin-xfs.sh \
 	tests/test-e2e-xfs.sh
 TESTS += $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)
