@@ -6,7 +6,8 @@ FUSE_TESTS = \
 	tests/test-fuse-ops.sh \
 	tests/test-fuse-e2e-xfs.sh \
 	tests/test-fuse-fio-verify.sh \
-	tests/test-fuse-unmount-io.sh
+	tests/test-fuse-unmount-io.sh \
+	tests/test-fuse-thin.sh
 TESTS += $(FUSE_TESTS)
 EXTRA_DIST += $(FUSE_TESTS)
 
