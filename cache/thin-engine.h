@@ -56,4 +56,7 @@ extern size_t thin_dump_batch (struct thin *t, uint64_t from,
                                uint64_t *logical, uint32_t *physical,
                                size_t max);
 
+/* Checkpoint when the journal passes bytes (tests make it small). */
+extern void thin_set_journal_limit (struct thin *t, uint64_t bytes);
+
 #endif /* DISCARDCACHE_THIN_ENGINE_H */

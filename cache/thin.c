@@ -700,6 +700,14 @@ thin_extents (struct thin *t, uint64_t offset, uint64_t length,
   return 0;
 }
 
+void
+thin_set_journal_limit (struct thin *t, uint64_t bytes)
+{
+  pthread_mutex_lock (&t->commit_lock);
+  t->journal_limit = bytes;
+  pthread_mutex_unlock (&t->commit_lock);
+}
+
 /* Statistics. */
 
 void
