@@ -224,6 +224,7 @@ CONTENDER_NAMES = {
     "nbd": "nbdkit nbd (passthrough)",
     "dc": "discardcache",
     "dc-pt": "discardcache passthrough=true",
+    "dc-thin": "discardcache thin=on",
     "file": "nbdkit file",
 }
 
@@ -235,6 +236,7 @@ STYLES = {
     "nbd": ("#d62728", 1, 2),
     "dc": ("#1f77b4", 1, 3),
     "dc-pt": ("#ff7f0e", 2, 2),
+    "dc-thin": ("#9467bd", 1, 3),
     "file": ("#7f7f7f", 1, 2),
 }
 

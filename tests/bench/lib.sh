@@ -88,6 +88,8 @@ bench_device ()
 #   nbd        nbdkit nbd: every TRIM passed straight to the device
 #   dc         nbdkit discardcache, default keys
 #   dc-pt      nbdkit discardcache passthrough=true: our overhead alone
+#   dc-thin    nbdkit discardcache thin=on (64k slots, the device's size,
+#              a fresh meta file each start)
 #   file       nbdkit file FILE (data-path rows: the device is a file)
 #
 # HOOK(discardfuse): a contender "fuse", for the filesystem rows, is the
@@ -126,6 +128,10 @@ bench_contender ()
     dc-pt)
         bench_start "$name" "$PLUGIN" backend="$backend" \
             passthrough=true statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
+    dc-thin)
+        rm -f "$BENCH_DIR/$name.meta"
+        bench_start "$name" "$PLUGIN" backend="$backend" thin=on \
+            meta="$BENCH_DIR/$name.meta" statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
     *)
         fail "bench_contender: unknown contender $kind" ;;
     esac
