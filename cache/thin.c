@@ -603,7 +603,11 @@ clear_piece (struct thin *t, const struct piece *pc, void *arg)
   uint32_t p;
   int r;
 
-  if (pc->n == t->slot)
+  /* The last slot of a disk whose size is not a multiple of the slot
+   * is whole when it is covered to the end of the disk.
+   */
+  if (pc->start == 0 &&
+      (pc->n == t->slot || (pc->l << t->shift) + pc->n == t->id.size))
     return unmap_piece (t, pc, a->fua);
   pthread_mutex_lock (&t->lock);
   p = pin_locked (t, pc->l);

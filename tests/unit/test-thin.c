@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -270,6 +271,30 @@ test_subslot_zeros (void **state)
   assert_int_equal (phys_of (5), -1);
   assert_int_equal (phys_of (6), -1);
   assert_filled (5 * SLOT, 2 * SLOT, 0);
+}
+
+/* An exported size that is not a multiple of the slot: the last, short
+ * slot is written, read and unmapped like the others.
+ */
+static void
+test_short_last_slot (void **state)
+{
+  uint64_t size = 2 * DISK - SLOT / 2, last = (2 * DISK - SLOT) / SLOT;
+  char sz[32];
+
+  snprintf (sz, sizeof sz, "%" PRIu64, size);
+  eng = open_thin_on (NULL, "64k", sz);
+  assert_non_null (eng);
+  assert_int_equal (engine_size (eng), size);
+  fill (last * SLOT + 100, SLOT / 2 - 100, 0x31);
+  assert_filled (last * SLOT, 100, 0);
+  assert_filled (last * SLOT + 100, SLOT / 2 - 100, 0x31);
+  assert_true (phys_of (last) >= 0);
+  assert_int_equal (engine_trim (eng, last * SLOT, SLOT / 2, false), 0);
+  assert_int_equal (phys_of (last), -1);
+  errno = 0;
+  assert_int_equal (engine_pwrite (eng, "x", 1, size, false), -1);
+  assert_int_equal (errno, EINVAL);
 }
 
 static void
@@ -675,6 +700,7 @@ main (void)
     T (test_engine_reuse),
     T (test_enospc),
     T (test_subslot_zeros),
+    T (test_short_last_slot),
     T (test_record_codec),
     T (test_checkpoint_roundtrip),
     T (test_recover_prefixes),
