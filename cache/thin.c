@@ -347,31 +347,72 @@ for_each_piece (struct thin *t, uint64_t offset, uint64_t length,
   return 0;
 }
 
-static int
-read_piece (struct thin *t, const struct piece *pc, void *arg)
+/* Runs: consecutive logical slots mapped to consecutive physical ones
+ * go to the backend as one request (a sequential read or rewrite is
+ * then as large through thin mode as without it).
+ */
+
+/* The run starting at byte pos (before end): pin and return its first
+ * physical slot, or THIN_UNMAPPED for a run of unmapped slots; *len is
+ * its length in bytes.  Waits while the first slot is being set up.
+ */
+static uint32_t
+pin_run_locked (struct thin *t, uint64_t pos, uint64_t end, uint64_t *len)
 {
-  char *buf = (char *) arg + pc->done;
-  uint32_t p;
-  int r;
+  uint64_t l = pos >> t->shift, next = round_down (pos, t->slot) + t->slot;
+  uint32_t p = pin_locked (t, l);
+
+  for (uint32_t q = p; next < end; next += t->slot) {
+    uint32_t n = t->map.l2p[++l];
+
+    if (p == THIN_UNMAPPED ? n != THIN_UNMAPPED
+        : n != q + 1 || t->map.pstate[n] != THIN_MAPPED)
+      break;
+    if (p != THIN_UNMAPPED)
+      t->map.pins[++q]++;
+  }
+  *len = MIN (next, end) - pos;
+  return p;
+}
+
+static void
+unpin_run (struct thin *t, uint32_t p, uint64_t pos, uint64_t len)
+{
+  uint64_t slots = ((pos & (t->slot - 1)) + len + t->slot - 1) >> t->shift;
 
   pthread_mutex_lock (&t->lock);
-  p = pin_locked (t, pc->l);
+  for (uint64_t i = 0; i < slots; i++)
+    if (--t->map.pins[p + i] == 0)
+      pthread_cond_broadcast (&t->changed);
   pthread_mutex_unlock (&t->lock);
-  if (p == THIN_UNMAPPED) {
-    memset (buf, 0, pc->n);
-    return 0;
-  }
-  r = engine_phys_pread (t->e, buf, pc->n, phys_offset (t, p) + pc->start);
-  unpin (t, p);
-  return r;
 }
 
 int
 thin_pread (struct thin *t, void *buf, uint32_t count, uint64_t offset)
 {
+  uint64_t end = offset + count, len;
+
   if (engine_check_range (t->e, t->id.size, offset, count, false) == -1)
     return -1;
-  return for_each_piece (t, offset, count, read_piece, buf);
+  for (uint64_t pos = offset; pos < end; pos += len) {
+    char *dst = (char *) buf + (pos - offset);
+    uint32_t p;
+    int r;
+
+    pthread_mutex_lock (&t->lock);
+    p = pin_run_locked (t, pos, end, &len);
+    pthread_mutex_unlock (&t->lock);
+    if (p == THIN_UNMAPPED) {
+      memset (dst, 0, len);
+      continue;
+    }
+    r = engine_phys_pread (t->e, dst, len,
+                           phys_offset (t, p) + (pos & (t->slot - 1)));
+    unpin_run (t, p, pos, len);
+    if (r == -1)
+      return -1;
+  }
+  return 0;
 }
 
 /* Whether the engine still holds a discard over physical slot p. */
@@ -533,16 +574,46 @@ commit_if_needed (struct thin *t, bool fua)
   return needed ? commit (t) : 0;
 }
 
+/* A run of mapped slots in one backend write; an unmapped slot alone
+ * through write_piece, which allocates it.
+ */
+static int
+write_run (struct thin *t, uint64_t offset, uint64_t pos, uint64_t end,
+           struct write_args *a, uint64_t *len)
+{
+  struct piece pc;
+  uint32_t p;
+  int r;
+
+  pthread_mutex_lock (&t->lock);
+  p = pin_run_locked (t, pos, end, len);
+  pthread_mutex_unlock (&t->lock);
+  if (p != THIN_UNMAPPED) {
+    r = engine_phys_pwrite (t->e, a->buf + (pos - offset), *len,
+                            phys_offset (t, p) + (pos & (t->slot - 1)),
+                            a->fua);
+    unpin_run (t, p, pos, *len);
+    return r;
+  }
+  pc.l = pos >> t->shift;
+  pc.start = pos & (t->slot - 1);
+  pc.n = *len = MIN (t->slot - pc.start, end - pos);
+  pc.done = pos - offset;
+  return write_piece (t, &pc, a);
+}
+
 int
 thin_pwrite (struct thin *t, const void *buf, uint32_t count,
              uint64_t offset, bool fua)
 {
   struct write_args a = { .buf = buf, .fua = fua };
-  int r;
+  uint64_t end = offset + count, len;
+  int r = 0;
 
   if (engine_check_range (t->e, t->id.size, offset, count, true) == -1)
     return -1;
-  r = for_each_piece (t, offset, count, write_piece, &a);
+  for (uint64_t pos = offset; r == 0 && pos < end; pos += len)
+    r = write_run (t, offset, pos, end, &a, &len);
   if (r == 0 || a.allocated)
     r = commit_if_needed (t, fua) == -1 ? -1 : r;
   return r;
