@@ -2,7 +2,8 @@
 # discardcache thin mode end to end: the same XFS file churn as
 # test-e2e-xfs.sh, first in identity mode, then in thin mode (64k slots,
 # exported size twice the backing file's), and the discards each sends
-# to the backing file side by side (mkfs -K: its whole-device trim would
+# to the backing file side by side, with passthrough=true (every TRIM
+# sent at once) as the baseline (mkfs -K: its whole-device trim would
 # dwarf the churn's).  In thin mode freed slots are reused by later
 # writes, so their discards are never sent: far fewer bytes are
 # discarded.  The commands are not fewer: the slots left unreused are
@@ -39,13 +40,14 @@ run ()
 }
 
 run identity
+run passthrough passthrough=true
 : "${THIN_SLOT:=64k}"
 run thin thin=on slot="$THIN_SLOT" size=2G meta="$TESTDIR/thin/meta"
 
 d=$TESTDIR/thin
 stat_of () { json_get "$TESTDIR/$1/stats.json" "$2"; }
 printf '%-10s %10s %12s %14s %12s\n' mode "trims(*)" forwarded "forwarded MiB" "slots reused"
-for m in identity thin; do
+for m in identity passthrough thin; do
     printf '%-10s %10d %12d %14d %12s\n' "$m" "$(stat_of "$m" trims)" \
         "$(stat_of "$m" forwarded)" \
         $(( $(stat_of "$m" forwarded_bytes) / 1048576 )) \
