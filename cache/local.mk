@@ -28,6 +28,7 @@ libengine_la_SOURCES = \
 	cache/stats.h \
 	cache/thin.c \
 	cache/thin.h \
+	cache/thin-engine.h \
 	cache/thin-journal.c \
 	cache/thin-map.c \
 	common/crc32c.c \

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # discardcache: a short libFuzzer run of each fuzz target (the control
-# request parser, the state file loader) from its seed corpus, under
-# ASan and UBSan.  New inputs go to a scratch directory; a crash leaves
-# its input there and fails the test.  FUZZ_RUNS=N and FUZZ_SECONDS=S
+# request parser, the state file loader, thin mode's meta file loader)
+# from its seed corpus, under ASan and UBSan.  New inputs go to a
+# scratch directory; a crash leaves its input there and fails the test.  FUZZ_RUNS=N and FUZZ_SECONDS=S
 # (at most S seconds a target, 60 by default) run longer.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 
-fuzzers=(ctl-proto state)
+fuzzers=(ctl-proto state thin)
 if [ ! -x "$abs_top_builddir/tests/fuzz/fuzz-state" ]; then
     # Not built: configure found no clang with libFuzzer.  Under CI that
     # is a failure when scripts/install-deps installs clang.
