@@ -20,12 +20,8 @@ thin_map_init (struct thin_map *m, uint64_t nlogical, uint32_t nphys)
   m->pstate = calloc (nphys, sizeof *m->pstate);
   m->pins = calloc (nphys, sizeof *m->pins);
   m->freed = malloc (nphys * sizeof *m->freed);
-  /* Every slot can be undurable at once: no allocation on the unmap
-   * path, which must not fail.
-   */
-  m->undurable = malloc (nphys * sizeof *m->undurable);
   if (m->l2p == NULL || m->p2l == NULL || m->pstate == NULL ||
-      m->pins == NULL || m->freed == NULL || m->undurable == NULL) {
+      m->pins == NULL || m->freed == NULL) {
     thin_map_free (m);
     dc_error ("thin: out of memory for a map of %" PRIu64 " logical and %"
               PRIu32 " physical slots", nlogical, nphys);
@@ -93,6 +89,27 @@ thin_map_abort (struct thin_map *m, uint32_t p)
   m->mapped--;
   m->pstate[p] = THIN_FREED;
   m->freed[m->nfreed++] = p;
+}
+
+/* The list grows with the unmaps between two commits, not with the
+ * pool: 16 bytes a slot for every slot would double the map's memory.
+ */
+int
+thin_map_reserve_unmap (struct thin_map *m)
+{
+  if (m->nundurable == m->capundurable) {
+    uint32_t cap = m->capundurable ? m->capundurable * 2 : 64;
+    void *p = realloc (m->undurable, (size_t) cap * sizeof *m->undurable);
+
+    if (p == NULL) {
+      dc_error ("thin: out of memory for the unmap list");
+      errno = ENOMEM;
+      return -1;
+    }
+    m->undurable = p;
+    m->capundurable = cap;
+  }
+  return 0;
 }
 
 uint32_t

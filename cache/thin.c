@@ -640,7 +640,8 @@ unmap_piece (struct thin *t, const struct piece *pc, bool fua)
       break;
     pthread_cond_wait (&t->changed, &t->lock);
   }
-  if (reserve_record_locked (t) == -1) {
+  if (reserve_record_locked (t) == -1 ||
+      thin_map_reserve_unmap (&t->map) == -1) {
     pthread_mutex_unlock (&t->lock);
     return -1;
   }

@@ -55,7 +55,7 @@ struct thin_map {
   uint32_t nfreed;
   uint32_t next_clean;         /* slots from here on are CLEAN */
   struct thin_undurable *undurable; /* in sequence order */
-  uint32_t nundurable;
+  uint32_t nundurable, capundurable;
   uint64_t mapped;             /* MAPPED or INIT slots */
 };
 
@@ -83,8 +83,13 @@ extern void thin_map_mapped (struct thin_map *m, uint32_t p);
  */
 extern void thin_map_abort (struct thin_map *m, uint32_t p);
 
-/* Unmap logical slot l (MAPPED, no pins) under journal record seq; its
- * slot becomes UNMAPPING.  Returns the physical slot.
+/* Room for one more unmap, so that the unmap itself cannot fail.  0,
+ * or -1 with errno ENOMEM (reported).
+ */
+extern int thin_map_reserve_unmap (struct thin_map *m);
+
+/* Unmap logical slot l (MAPPED, no pins; room reserved) under journal
+ * record seq; its slot becomes UNMAPPING.  Returns the physical slot.
  */
 extern uint32_t thin_map_unmap (struct thin_map *m, uint64_t l, uint64_t seq);
 

@@ -143,6 +143,8 @@ test_map_lifo (void **state)
     thin_map_mapped (&m, l);
   }
   assert_int_equal (thin_map_alloc (&m, 4, &reused), THIN_UNMAPPED);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal (thin_map_reserve_unmap (&m), 0);
   assert_int_equal (thin_map_unmap (&m, 1, 1), 1);
   assert_int_equal (thin_map_unmap (&m, 3, 2), 3);
   assert_int_equal (thin_map_unmap (&m, 2, 3), 2);
