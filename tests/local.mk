@@ -18,3 +18,4 @@ PLUGIN_TESTS = \
 	tests/test-e2e-xfs.sh
 TESTS += $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)
+include tests/fuzz/local.mk

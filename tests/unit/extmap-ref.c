@@ -57,6 +57,8 @@ static void
 ref_splice (struct extmap_ref *r, size_t i0, size_t i1,
             const struct extent *add, size_t cnt)
 {
+  if (i0 == i1 && cnt == 0)
+    return;                     /* and v may still be NULL */
   ref_reserve (r, r->n - (i1 - i0) + cnt);
   memmove (&r->v[i0 + cnt], &r->v[i1], (r->n - i1) * sizeof *r->v);
   memcpy (&r->v[i0], add, cnt * sizeof *add);
