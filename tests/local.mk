@@ -8,6 +8,7 @@ include tests/backend.mk
 include tests/engine.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk
+include tests/sanitizer/local.mk
 
 # Tests of the plugin running under nbdkit.
 EXTRA_DIST += tests/e2e-lib.sh tests/churn.py
