@@ -15,12 +15,11 @@
 #     clients' trims keep succeeding; cached and passthrough.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 requires "$NBDKIT" --filter=error memory 1M --version
 enotsup=$abs_top_builddir/tests/filters/.libs/nbdkit-enotsup-filter.so
 [ -e "$enotsup" ] || fail "$enotsup is missing: build first (make check)"
 
-mktempdir
+verify_setup
 dir=$TESTDIR
 
 # start_dev NAME NBDKIT-ARGS...: a fresh backend server; sets DEV_URI.

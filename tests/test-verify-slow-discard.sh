@@ -6,10 +6,9 @@
 # late discard wipes the write, and the verifier reads zeros.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 requires "$NBDKIT" --filter=delay memory 1M --version
 
-mktempdir
+verify_setup
 start_nbdkit -P "$TESTDIR/dev.pid" -U "$TESTDIR/dev.sock" \
     --filter=delay memory 64M delay-trim=5ms
 verify_run slow-discard "nbd+unix:///?socket=$TESTDIR/dev.sock" \
