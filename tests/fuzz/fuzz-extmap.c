@@ -28,7 +28,6 @@
 #include "extmap-ref.h"
 
 /* Defined in cache/extmap.c for the tests (EXTMAP_FAULT_INJECTION). */
-extern const char *extmap_check (const struct extmap *map);
 extern bool (*extmap_fault_hook) (void);
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -143,51 +142,13 @@ get_time (struct run *run)
   return run->now - MIN (run->now, (uint32_t) b % 40);
 }
 
-static void
-check_extent (struct run *run, const char *q, bool got,
-              const struct extent *e, const struct extent *want)
-{
-  CHECK (run, got == (want != NULL), "%s: map says %s, reference %s", q,
-         got ? "found" : "none", want ? "found" : "none");
-  if (want)
-    CHECK (run, e->offset == want->offset && e->length == want->length &&
-           e->time == want->time,
-           "%s: map [%" PRIu64 "+%" PRIu64 " t%" PRIu32 "], reference [%"
-           PRIu64 "+%" PRIu64 " t%" PRIu32 "]", q, e->offset, e->length,
-           e->time, want->offset, want->length, want->time);
-}
-
-struct walk {
-  struct run *run;
-  const struct extent *want;
-  size_t left, seen, stop_after;
-};
-
-static int
-walk_visit (const struct extent *e, void *opaque)
-{
-  struct walk *w = opaque;
-
-  check_extent (w->run, "iterate", true, e,
-                w->seen < w->left ? &w->want[w->seen] : NULL);
-  w->seen++;
-  return w->seen == w->stop_after ? 42 : 0;
-}
-
+/* Everything: content, counters and the tree's invariants. */
 static void
 full_compare (struct run *run)
 {
-  const char *err = extmap_check (run->map);
-  struct walk w = { run, run->ref.v, run->ref.n, 0, SIZE_MAX };
+  const char *err = ref_check_all (run->map, &run->ref);
 
-  CHECK (run, err == NULL, "invariant: %s", err);
-  CHECK (run, extmap_iterate (run->map, 0, walk_visit, &w) == 0,
-         "iterate stopped early");
-  CHECK (run, w.seen == run->ref.n, "iterate saw %zu extents, not %zu",
-         w.seen, run->ref.n);
-  CHECK (run, extmap_bytes (run->map) == ref_bytes (&run->ref),
-         "bytes %" PRIu64 ", reference %" PRIu64, extmap_bytes (run->map),
-         ref_bytes (&run->ref));
+  CHECK (run, err == NULL, "%s", err);
 }
 
 /* An operation refused (EINVAL, or ENOMEM when a fault fired) must
@@ -246,64 +207,31 @@ do_remove (struct run *run, uint8_t flags)
 static void
 do_query (struct run *run, uint8_t flags)
 {
-  struct extent e;
-  uint64_t x, len, end;
-  uint32_t cutoff;
-  bool got;
+  enum ref_query q = (flags >> 4) % REF_QUERIES;
+  struct ref_query_args a = { 0 };
+  const char *err;
 
-  switch ((flags >> 4) % 6) {
-  case 0:
-    run->what = "largest";
-    got = extmap_largest (run->map, &e);
-    check_extent (run, run->what, got, &e,
-                  ref_largest_before (&run->ref, UINT32_MAX));
+  switch (q) {
+  case REF_LARGEST_BEFORE:
+    a.cutoff = get_time (run);
     break;
-  case 1:
-    run->what = "oldest";
-    got = extmap_oldest (run->map, &e);
-    check_extent (run, run->what, got, &e, ref_oldest (&run->ref));
+  case REF_FIND_OVERLAP:
+    a.x = get_offset (run, flags);
+    a.len = get_length (run, flags);
     break;
-  case 2:
-    run->what = "largest_before";
-    cutoff = get_time (run);
-    got = extmap_largest_before (run->map, cutoff, &e);
-    check_extent (run, run->what, got, &e,
-                  ref_largest_before (&run->ref, cutoff));
+  case REF_FIND_FROM:
+    a.x = get_offset (run, flags);
     break;
-  case 3:
-    run->what = "find_overlap";
-    x = get_offset (run, flags);
-    len = get_length (run, flags);
-    end = x + len < x ? UINT64_MAX : x + len;
-    got = extmap_find_overlap (run->map, x, len, &e);
-    /* (A length can wrap to 0 in the sparse space: nothing overlaps.) */
-    check_extent (run, run->what, got, &e,
-                  len ? ref_find (&run->ref, x, end) : NULL);
+  case REF_ITERATE:
+    a.x = get_offset (run, flags);
+    a.stop_after = 1 + byte (run) % 40;
     break;
-  case 4:
-    run->what = "find_from";
-    x = get_offset (run, flags);
-    got = extmap_find_from (run->map, x, &e);
-    check_extent (run, run->what, got, &e,
-                  ref_find (&run->ref, x, UINT64_MAX));
+  default:
     break;
-  default: {
-    struct walk w = { run, NULL, 0, 0, 1 + byte (run) % 40 };
-    const struct extent *first;
-    int r;
-
-    run->what = "iterate";
-    x = get_offset (run, flags);
-    first = ref_find (&run->ref, x, UINT64_MAX);
-    if (first) {
-      w.want = first;
-      w.left = run->ref.v + run->ref.n - first;
-    }
-    r = extmap_iterate (run->map, x, walk_visit, &w);
-    CHECK (run, r == (w.seen == w.stop_after ? 42 : 0), "returned %d", r);
-    CHECK (run, w.seen == MIN (w.left, w.stop_after), "saw %zu", w.seen);
   }
-  }
+  run->what = ref_query_names[q];
+  err = ref_check_query (run->map, &run->ref, q, &a);
+  CHECK (run, err == NULL, "%s", err);
 }
 
 static void
