@@ -325,6 +325,17 @@ leaf_extent (const union node *n, unsigned j, struct extent *out)
 
 /* ---- node pool ---- */
 
+/* The fuzz target (tests/fuzz/fuzz-extmap.c) builds this file with
+ * EXTMAP_FAULT_INJECTION and sets the hook to fail chosen allocations,
+ * so every ENOMEM path is checked to leave the map as it was.
+ */
+#ifdef EXTMAP_FAULT_INJECTION
+bool (*extmap_fault_hook) (void);
+#define INJECT_ENOMEM() (extmap_fault_hook != NULL && extmap_fault_hook ())
+#else
+#define INJECT_ENOMEM() false
+#endif
+
 static int
 pool_grow_table (struct pool *pool)
 {
@@ -332,6 +343,8 @@ pool_grow_table (struct pool *pool)
   struct slab *slabs;
   uint64_t *avail;
 
+  if (INJECT_ENOMEM ())
+    return -1;
   slabs = realloc (pool->slabs, cap * sizeof *slabs);
   if (slabs == NULL)
     return -1;
@@ -407,7 +420,7 @@ pool_add_slab (struct pool *pool)
     i = pool->nslabs;
   }
 
-  mem = map_slab (slab_bytes (nnodes));
+  mem = INJECT_ENOMEM () ? NULL : map_slab (slab_bytes (nnodes));
   if (mem == NULL) {
     errno = ENOMEM;
     return -1;

@@ -38,6 +38,60 @@ _run_cleanup_hooks ()
 trap _run_cleanup_hooks EXIT
 trap '_run_cleanup_hooks 1' INT QUIT TERM
 
+# Sanitizer builds (configure --enable-sanitizers=...): nbdkit is not
+# instrumented but loads our instrumented plugin and test filters, so an
+# nbdkit that loads anything from the build tree runs through a wrapper
+# that preloads the sanitizer runtimes (SANITIZER_PRELOAD, found by
+# configure) and the exit() shim (tests/sanitizer/exit-shim.c says why).
+# Other nbdkit servers (a backend with its shell commands) run plain.
+# Reports go to files, not to a stderr that nobody reads after SIGTERM;
+# a test that leaves any fails at exit, showing them.  nbdkit's own
+# leaks at exit are not ours: leak checking stays with our programs.
+_sanitizer_setup ()
+{
+    local d shim=$abs_top_builddir/tests/sanitizer/.libs/nbdkit-exit-shim.so
+    [ -e "$shim" ] || { echo "$0: FAIL: $shim is missing (make check builds it)" >&2; exit 1; }
+    d=$(mktemp -d "${TMPDIR:-/tmp}/discardcache-san.XXXXXX") || exit 1
+    chmod 1777 "$d"             # tests that run nbdkit as nobody
+    cleanup_fn rm -rf "$d"
+    cleanup_fn _sanitizer_check "$d"
+    cat > "$d/nbdkit" <<EOF
+#!/bin/sh
+for a in "\$@"; do
+    case \$a in
+    *"$abs_top_builddir/"*)
+        export LD_PRELOAD="$SANITIZER_PRELOAD:$shim"
+        export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$d/report"
+        export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$d/report"
+        export TSAN_OPTIONS="halt_on_error=1:abort_on_error=1:log_path=$d/report"
+        break ;;
+    esac
+done
+exec "$NBDKIT" "\$@"
+EOF
+    chmod 0755 "$d/nbdkit"
+    NBDKIT=$d/nbdkit
+}
+
+_sanitizer_check ()
+{
+    local f found=0
+    for f in "$1"/report*; do
+        [ -e "$f" ] || continue
+        echo "$0: FAIL: sanitizer report from nbdkit ($f):" >&2
+        cat "$f" >&2
+        found=1
+    done
+    [ "$found" -eq 0 ] || _cleanup_status=1
+}
+
+case ${SANITIZERS:-no} in
+    no|'') ;;
+    *) [ -n "${SANITIZER_PRELOAD:-}" ] ||
+           { echo "$0: FAIL: a sanitizer build without SANITIZER_PRELOAD" >&2; exit 1; }
+       _sanitizer_setup ;;
+esac
+
 # skip REASON: exit 77 (skipped), or fail under CI.
 skip ()
 {

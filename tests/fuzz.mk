@@ -1,33 +1,55 @@
 # libFuzzer targets, built with $(FUZZ_CC) (clang) when configure found
-# one that can, for the request parser and the state file loader;
-# tests/test-fuzz.sh runs each briefly from its committed seed corpus.
+# one that can.  A target NAME is the program tests/fuzz/fuzz-NAME, its
+# seed corpus is tests/fuzz/corpus-NAME/ and its libFuzzer options, if
+# any, are in tests/fuzz/NAME.options (one per line).  make check runs
+# each for a few seconds (tests/fuzz/test-fuzzers.sh, FUZZ_SECONDS);
+# tests/fuzz/run-fuzzers MINUTES [BUILD_DIR] runs each for longer.
 # They are compiled from the sources directly, outside automake's rules,
 # because the rest of the build may use another compiler.
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=all -DHAVE_CONFIG_H -I$(top_builddir) \
-	-I$(top_srcdir)/common -I$(top_srcdir)/cache -I$(top_srcdir)/tools \
+	-fno-sanitize-recover=all -fno-omit-frame-pointer -DHAVE_CONFIG_H \
+	-I$(top_builddir) -I$(top_srcdir)/common -I$(top_srcdir)/cache \
+	-I$(top_srcdir)/tools -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/backend
 fuzz_ctl_proto_sources = \
 	tests/fuzz/fuzz-ctl-proto.c cache/ctl-proto.c tools/json-flat.c
-fuzz_thin_sources = \
-	tests/fuzz/fuzz-thin.c cache/thin-journal.c cache/thin-map.c \
-	common/crc32c.c common/log-stderr.c
 fuzz_state_sources = \
 	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c \
 	common/log-stderr.c
+# Thin mode's meta file loader (checkpoint and journal replay).
+fuzz_thin_sources = \
+	tests/fuzz/fuzz-thin.c cache/thin-journal.c cache/thin-map.c \
+	common/crc32c.c common/log-stderr.c
+# The extent map with tiny nodes (deep trees from few extents) and
+# allocation failures on demand, against the reference model.
+fuzz_extmap_sources = \
+	tests/fuzz/fuzz-extmap.c cache/extmap.c tests/unit/extmap-ref.c
 
 EXTRA_DIST += \
 	tests/fuzz/fuzz-ctl-proto.c \
 	tests/fuzz/fuzz-state.c \
+	tests/fuzz/fuzz-extmap.c \
 	tests/fuzz/fuzz-thin.c \
 	tests/fuzz/corpus-ctl-proto \
-	tests/fuzz/corpus-thin \
 	tests/fuzz/corpus-state \
-	tests/test-fuzz.sh
-TESTS += tests/test-fuzz.sh
+	tests/fuzz/corpus-extmap \
+	tests/fuzz/corpus-thin \
+	tests/fuzz/ctl-proto.options \
+	tests/fuzz/state.options \
+	tests/fuzz/extmap.options \
+	tests/fuzz/thin.options \
+	tests/fuzz/fuzz-lib.sh \
+	tests/fuzz/run-fuzzers \
+	tests/fuzz/test-fuzzers.sh
+# Without --disable-fuzzing the test runs, and skips (fails under CI)
+# when no FUZZ_CC was found.
+if ENABLE_FUZZING
+TESTS += tests/fuzz/test-fuzzers.sh
+endif
 
 if HAVE_LIBFUZZER
-check_SCRIPTS = tests/fuzz/fuzz-ctl-proto tests/fuzz/fuzz-state tests/fuzz/fuzz-thin
+check_SCRIPTS = tests/fuzz/fuzz-ctl-proto tests/fuzz/fuzz-state \
+	tests/fuzz/fuzz-extmap tests/fuzz/fuzz-thin
 CLEANFILES += $(check_SCRIPTS)
 
 tests/fuzz/fuzz-ctl-proto: $(fuzz_ctl_proto_sources) config.h
@@ -43,4 +65,9 @@ tests/fuzz/fuzz-thin: $(fuzz_thin_sources) config.h
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \
 	  $(ZSTD_CFLAGS) -o $@ $(addprefix $(srcdir)/,$(fuzz_thin_sources)) \
 	  $(ZSTD_LIBS) -lpthread
+
+tests/fuzz/fuzz-extmap: $(fuzz_extmap_sources) config.h
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \
+	  -DEXTMAP_SMALL_NODES -DEXTMAP_FAULT_INJECTION -o $@ \
+	  $(addprefix $(srcdir)/,$(fuzz_extmap_sources))
 endif

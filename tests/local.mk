@@ -12,6 +12,7 @@ include tests/state.mk
 include tests/fuzz.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk
+include tests/sanitizer/local.mk
 
 # Tests of the plugin running under nbdkit.
 EXTRA_DIST += tests/e2e-lib.sh tests/churn.py tests/thin-crash.py

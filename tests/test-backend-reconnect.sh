@@ -9,19 +9,17 @@
 # discards go out, and no acknowledged write is missing.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 requires "$NBDKIT" file --version
 
-mktempdir
+verify_setup
 dir=$TESTDIR
-fast=$(verify_fast_dir)
-truncate -s 64M "$fast/disk.img"
+truncate -s 64M "$FASTDIR/disk.img"
 uri="nbd+unix:///?socket=$dir/dev.sock"
 
 start_dev ()
 {
     rm -f "$dir/dev.sock"
-    start_nbdkit -P "$dir/dev.$1.pid" -U "$dir/dev.sock" file "$fast/disk.img"
+    start_nbdkit -P "$dir/dev.$1.pid" -U "$dir/dev.sock" file "$FASTDIR/disk.img"
 }
 
 start_dev 0

@@ -5,13 +5,10 @@
 # cutting granules as it goes, while writes keep cancelling.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 
-mktempdir
-fast=$(verify_fast_dir)
+verify_setup
 for policy in forward drop; do
-    truncate -s 64M "$fast/$policy.img"
-    verify_run "bound-$policy" "$fast/$policy.img" \
+    verify_run_file "bound-$policy" \
         "delay=50ms idle=0 max-extents=16 on-full=$policy" \
         --ops "$(verify_ops 30000)"
 done

@@ -7,9 +7,8 @@
 # older version: either fails the run.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 
-mktempdir
+verify_setup
 # On the real file system of TESTDIR: hole punching as ext4/xfs do it.
 truncate -s 64M "$TESTDIR/eager.img"
 verify_run eager "$TESTDIR/eager.img" "delay=0 idle=0" \
@@ -17,10 +16,7 @@ verify_run eager "$TESTDIR/eager.img" "delay=0 idle=0" \
 verify_expect eager forwarded -gt 0
 verify_expect eager cancelled_by_writes -gt 0
 
-fast=$(verify_fast_dir)
-truncate -s 64M "$fast/flush.img"
-verify_run flush-discards "$fast/flush.img" \
-    "delay=20ms idle=1ms flush-discards=true" \
+verify_run_file flush-discards "delay=20ms idle=1ms flush-discards=true" \
     --ops "$(verify_ops 30000)" --mix 40,30,12,8,10
 verify_expect flush-discards forwarded -gt 0
 echo "verify eager: ok ($VERIFY_OPS_TOTAL operations verified)"

@@ -5,12 +5,9 @@
 # a write inside a granule splits it again.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 
-mktempdir
-fast=$(verify_fast_dir)
-truncate -s 64M "$fast/disk.img"
-verify_run granularity "$fast/disk.img" "delay=0 idle=0 granularity=64k" \
+verify_setup
+verify_run_file granularity "delay=0 idle=0 granularity=64k" \
     --ops "$(verify_ops 50000)" --max-blocks 4 --unaligned 30
 verify_expect granularity forwarded -gt 0
 verify_expect granularity granularity -eq 65536

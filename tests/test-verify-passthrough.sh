@@ -3,13 +3,9 @@
 # baseline that forwards every trim before it answers.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 
-mktempdir
-fast=$(verify_fast_dir)
-truncate -s 64M "$fast/disk.img"
-verify_run passthrough "$fast/disk.img" "passthrough=true" \
-    --ops "$(verify_ops 30000)"
+verify_setup
+verify_run_file passthrough "passthrough=true" --ops "$(verify_ops 30000)"
 verify_expect passthrough cancelled_by_writes -eq 0
 verify_expect passthrough pending_extents -eq 0
 [ "$(verify_stat passthrough forwarded)" -ge "$(verify_result passthrough trims)" ] ||

@@ -10,10 +10,9 @@
 # wherever it was not written.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
-requires "$NBDKIT" --version
 
-mktempdir
-fast=$(verify_fast_dir)
+verify_setup
+fast=$FASTDIR
 
 head -c 32M /dev/urandom > "$fast/reuse.img"
 VERIFY_RESTART_KEYS="thin=on slot=4k size=64M meta=$fast/reuse.meta"

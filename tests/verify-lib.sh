@@ -16,6 +16,7 @@
 
 VERIFY=$abs_top_builddir/tests/verifier/verify
 [ -x "$VERIFY" ] || fail "$VERIFY is missing: build first (make check)"
+requires "$NBDKIT" --version
 
 : "${VERIFY_SEED:=$(( $(date +%s) % 100000 ))}"
 : "${VERIFY_SCALE:=100}"
@@ -29,17 +30,20 @@ verify_ops ()
     echo "$n"
 }
 
-# A directory for backing files: tmpfs when there is one (fdatasync on a
-# real disk would make flushes dominate the run time), else TESTDIR.
-verify_fast_dir ()
+# verify_setup: the scratch directory TESTDIR (mktempdir), and FASTDIR
+# for backing files: a directory on tmpfs when there is one (fdatasync
+# on a real disk would make flushes dominate the run time), else
+# TESTDIR.  Both are removed at exit.  (Not FASTDIR=$(...): a subshell
+# could not register the cleanup.)
+verify_setup ()
 {
-    local d
+    mktempdir
+    FASTDIR=$TESTDIR
     if [ -d /dev/shm ] && [ -w /dev/shm ] &&
-       d=$(mktemp -d /dev/shm/discardcache-verify.XXXXXX 2>/dev/null); then
-        cleanup_fn rm -rf "$d"
-        echo "$d"
+       FASTDIR=$(mktemp -d /dev/shm/discardcache-verify.XXXXXX 2>/dev/null); then
+        cleanup_fn rm -rf "$FASTDIR"
     else
-        echo "$TESTDIR"
+        FASTDIR=$TESTDIR
     fi
 }
 
@@ -80,6 +84,16 @@ verify_run ()
     echo "$name: ok, $(verify_result "$name" ops) operations, after restart" \
          "$(verify_result_of "$dir/$name.check.out" checked) blocks checked" \
          "($(( SECONDS - start )) s)"
+}
+
+# verify_run_file NAME "PLUGIN KEYS" [VERIFY OPTIONS...]: verify_run on
+# a fresh sparse 64 MiB file in FASTDIR.
+verify_run_file ()
+{
+    local name=$1
+    shift
+    truncate -s 64M "$FASTDIR/$name.img"
+    verify_run "$name" "$FASTDIR/$name.img" "$@"
 }
 
 verify_failed ()

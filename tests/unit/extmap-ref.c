@@ -1,6 +1,8 @@
 /* discardcache tests: the extent map's reference model (extmap-ref.h). */
 #include <config.h>
 
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,8 @@ static void
 ref_splice (struct extmap_ref *r, size_t i0, size_t i1,
             const struct extent *add, size_t cnt)
 {
+  if (i0 == i1 && cnt == 0)
+    return;                     /* and v may still be NULL */
   ref_reserve (r, r->n - (i1 - i0) + cnt);
   memmove (&r->v[i0 + cnt], &r->v[i1], (r->n - i1) * sizeof *r->v);
   memcpy (&r->v[i0], add, cnt * sizeof *add);
@@ -162,4 +166,134 @@ ref_oldest (const struct extmap_ref *r)
       best = &r->v[i];
   }
   return best;
+}
+
+/* ---- the map against the reference ---- */
+
+/* Defined in cache/extmap.c for the tests; not part of extmap.h. */
+extern const char *extmap_check (const struct extmap *map);
+
+const char *const ref_query_names[REF_QUERIES] = {
+  [REF_LARGEST] = "largest", [REF_OLDEST] = "oldest",
+  [REF_LARGEST_BEFORE] = "largest_before", [REF_FIND_OVERLAP] = "find_overlap",
+  [REF_FIND_FROM] = "find_from", [REF_ITERATE] = "iterate",
+};
+
+static char message[256];
+
+static const char *differs (const char *fmt, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+static const char *
+differs (const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (message, sizeof message, fmt, ap);
+  va_end (ap);
+  return message;
+}
+
+static const char *
+compare_extent (const char *q, bool got, const struct extent *e,
+                const struct extent *want)
+{
+  if (got != (want != NULL))
+    return differs ("%s: map says %s, reference says %s", q,
+                    got ? "found" : "none", want ? "found" : "none");
+  if (want && (e->offset != want->offset || e->length != want->length ||
+               e->time != want->time))
+    return differs ("%s: map [%" PRIu64 "+%" PRIu64 " t%" PRIu32 "], "
+                    "reference [%" PRIu64 "+%" PRIu64 " t%" PRIu32 "]", q,
+                    e->offset, e->length, e->time,
+                    want->offset, want->length, want->time);
+  return NULL;
+}
+
+/* An iteration compared extent by extent with the reference's. */
+struct walk {
+  const struct extent *want;
+  size_t left, seen, stop_after;
+  const char *err;
+};
+
+static int
+walk_visit (const struct extent *e, void *opaque)
+{
+  struct walk *w = opaque;
+
+  w->err = compare_extent ("iterate", true, e,
+                           w->seen < w->left ? &w->want[w->seen] : NULL);
+  if (w->err)
+    return -1;
+  w->seen++;
+  return w->seen == w->stop_after ? 42 : 0;
+}
+
+/* Iterate from x for at most stop_after extents. */
+static const char *
+compare_iteration (const struct extmap *map, const struct extmap_ref *r,
+                   uint64_t x, size_t stop_after)
+{
+  const struct extent *first = ref_find (r, x, UINT64_MAX);
+  struct walk w = { first, first ? (size_t) (r->v + r->n - first) : 0,
+                    0, stop_after, NULL };
+  int ret = extmap_iterate (map, x, walk_visit, &w);
+
+  if (w.err)
+    return w.err;
+  if (ret != (w.seen == w.stop_after ? 42 : 0))
+    return differs ("iterate returned %d after %zu extents", ret, w.seen);
+  if (w.seen != MIN (w.left, w.stop_after))
+    return differs ("iterate saw %zu extents, reference %zu", w.seen,
+                    MIN (w.left, w.stop_after));
+  return NULL;
+}
+
+const char *
+ref_check_query (const struct extmap *map, const struct extmap_ref *r,
+                 enum ref_query q, const struct ref_query_args *a)
+{
+  const char *name = ref_query_names[q];
+  struct extent e;
+  uint64_t end;
+
+  switch (q) {
+  case REF_LARGEST:
+    return compare_extent (name, extmap_largest (map, &e), &e,
+                           ref_largest_before (r, UINT32_MAX));
+  case REF_OLDEST:
+    return compare_extent (name, extmap_oldest (map, &e), &e, ref_oldest (r));
+  case REF_LARGEST_BEFORE:
+    return compare_extent (name, extmap_largest_before (map, a->cutoff, &e),
+                           &e, ref_largest_before (r, a->cutoff));
+  case REF_FIND_OVERLAP:
+    /* Nothing overlaps an empty range; an end past 2^64 is cut. */
+    end = a->x + a->len < a->x ? UINT64_MAX : a->x + a->len;
+    return compare_extent (name, extmap_find_overlap (map, a->x, a->len, &e),
+                           &e, a->len ? ref_find (r, a->x, end) : NULL);
+  case REF_FIND_FROM:
+    return compare_extent (name, extmap_find_from (map, a->x, &e), &e,
+                           ref_find (r, a->x, UINT64_MAX));
+  default:
+    return compare_iteration (map, r, a->x, a->stop_after);
+  }
+}
+
+const char *
+ref_check_all (const struct extmap *map, const struct extmap_ref *r)
+{
+  const char *err = extmap_check (map);
+
+  if (err)
+    return differs ("invariant: %s", err);
+  if ((err = compare_iteration (map, r, 0, SIZE_MAX)) != NULL)
+    return err;
+  if (extmap_count (map) != r->n)
+    return differs ("count %zu, reference %zu", extmap_count (map), r->n);
+  if (extmap_bytes (map) != ref_bytes (r))
+    return differs ("bytes %" PRIu64 ", reference %" PRIu64,
+                    extmap_bytes (map), ref_bytes (r));
+  return NULL;
 }

@@ -43,4 +43,36 @@ extern const struct extent *ref_largest_before (const struct extmap_ref *r,
                                                 uint32_t cutoff);
 extern const struct extent *ref_oldest (const struct extmap_ref *r);
 
+/* ---- the map against the reference ---- */
+
+enum ref_query {
+  REF_LARGEST, REF_OLDEST, REF_LARGEST_BEFORE, REF_FIND_OVERLAP,
+  REF_FIND_FROM, REF_ITERATE, REF_QUERIES
+};
+extern const char *const ref_query_names[REF_QUERIES];
+
+/* The arguments a query uses: x and len (find_overlap), x (find_from,
+ * iterate, which stops after stop_after extents), cutoff
+ * (largest_before).
+ */
+struct ref_query_args {
+  uint64_t x, len;
+  uint32_t cutoff;
+  size_t stop_after;
+};
+
+/* Ask the map and the reference the same query.  NULL if they agree,
+ * else what differs (in a buffer valid until the next call).
+ */
+extern const char *ref_check_query (const struct extmap *map,
+                                    const struct extmap_ref *r,
+                                    enum ref_query q,
+                                    const struct ref_query_args *a);
+
+/* Everything: the tree's invariants (extmap_check), the content in
+ * order, the count and the bytes.  NULL or what differs.
+ */
+extern const char *ref_check_all (const struct extmap *map,
+                                  const struct extmap_ref *r);
+
 #endif /* DISCARDCACHE_EXTMAP_REF_H */

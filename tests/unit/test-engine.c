@@ -385,13 +385,20 @@ test_passthrough (void **state)
   assert_int_equal (errno, EIO);
 }
 
+/* 64 KiB pending at 0, and the next count discards fail with err. */
+static void
+pending_then_failing (const char *const *keys, int err, unsigned count)
+{
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = err;
+  fx.mem->fail_count = count;
+}
+
 static void
 test_transient_error_keeps_pending (void **state)
 {
-  open_engine (NULL, 4 * KiB, 64 * MiB);
-  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
-  fx.mem->fail_errno = EIO;
-  fx.mem->fail_count = 1;
+  pending_then_failing (NULL, EIO, 1);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
   assert_int_equal (stats ().pending_bytes, 64 * KiB);
   assert_int_equal (stats ().forward_errors, 1);
@@ -421,11 +428,8 @@ test_flusher_retries_after_error (void **state)
 static void
 test_stop_retries_after_error (void **state)
 {
-  open_engine (NULL, 4 * KiB, 64 * MiB);
-  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  pending_then_failing (NULL, EIO, 3);
   assert_int_equal (engine_trim (fx.e, 1 * MiB, 64 * KiB, false), 0);
-  fx.mem->fail_errno = EIO;
-  fx.mem->fail_count = 3;
   engine_stop (fx.e, 10000);
   assert_int_equal (stats ().forward_errors, 3);
   assert_int_equal (stats ().pending_bytes, 0);
@@ -438,10 +442,7 @@ test_stop_retries_after_error (void **state)
 static void
 test_einval_drops (void **state)
 {
-  open_engine (NULL, 4 * KiB, 64 * MiB);
-  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
-  fx.mem->fail_errno = EINVAL;
-  fx.mem->fail_count = 1;
+  pending_then_failing (NULL, EINVAL, 1);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
   assert_int_equal (stats ().pending_bytes, 0);
   assert_int_equal (stats ().forward_errors, 1);
@@ -458,10 +459,7 @@ test_flush_discards_error_not_fatal (void **state)
 {
   static const char *const keys[] = { "flush-discards", "true", NULL };
 
-  open_engine (keys, 4 * KiB, 64 * MiB);
-  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
-  fx.mem->fail_errno = EIO;
-  fx.mem->fail_count = 1;
+  pending_then_failing (keys, EIO, 1);
   assert_int_equal (engine_flush (fx.e), 0);
   assert_int_equal (stats ().forward_errors, 1);
   assert_int_equal (stats ().pending_bytes, 64 * KiB);
@@ -472,10 +470,7 @@ test_flush_discards_error_not_fatal (void **state)
 static void
 test_unsupported_turns_off (void **state)
 {
-  open_engine (NULL, 4 * KiB, 64 * MiB);
-  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
-  fx.mem->fail_errno = EOPNOTSUPP;
-  fx.mem->fail_count = 1;
+  pending_then_failing (NULL, EOPNOTSUPP, 1);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
   assert_false (stats ().discard_supported);
   assert_int_equal (stats ().pending_bytes, 0);

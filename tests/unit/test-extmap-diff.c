@@ -34,9 +34,6 @@
 #include "extmap-ref.h"
 #include "splitmix.h"
 
-/* Defined in cache/extmap.c for the tests; not part of extmap.h. */
-extern const char *extmap_check (const struct extmap *map);
-
 /* Settings from the command line and the environment. */
 static uint64_t user_seed;
 static bool have_user_seed;
@@ -100,52 +97,13 @@ static const char *program_name = "test-extmap-diff";
     }                                                                   \
   } while (0)
 
-static void
-check_extent (struct run *run, const char *q, bool got,
-              const struct extent *e, const struct extent *want)
-{
-  CHECK (run, got == (want != NULL), "%s: map says %s, reference says %s",
-         q, got ? "found" : "none", want ? "found" : "none");
-  if (want)
-    CHECK (run, e->offset == want->offset && e->length == want->length &&
-           e->time == want->time,
-           "%s: map [%" PRIu64 "+%" PRIu64 " t%" PRIu32 "], reference [%"
-           PRIu64 "+%" PRIu64 " t%" PRIu32 "]", q, e->offset, e->length,
-           e->time, want->offset, want->length, want->time);
-}
-
-struct walk {
-  struct run *run;
-  const struct extent *want;
-  size_t left, seen, stop_after;
-};
-
-static int
-walk_visit (const struct extent *e, void *opaque)
-{
-  struct walk *w = opaque;
-
-  check_extent (w->run, "iterate", true, e, w->seen < w->left ?
-                &w->want[w->seen] : NULL);
-  w->seen++;
-  return w->seen == w->stop_after ? 42 : 0;
-}
-
 /* Everything: content in order, counters, and the tree's invariants. */
 static void
 full_compare (struct run *run)
 {
-  const char *err = extmap_check (run->map);
-  struct walk w = { run, run->ref.v, run->ref.n, 0, SIZE_MAX };
+  const char *err = ref_check_all (run->map, &run->ref);
 
-  CHECK (run, err == NULL, "invariant: %s", err);
-  CHECK (run, extmap_iterate (run->map, 0, walk_visit, &w) == 0,
-         "iterate stopped early");
-  CHECK (run, w.seen == run->ref.n, "iterate saw %zu extents, not %zu",
-         w.seen, run->ref.n);
-  CHECK (run, extmap_bytes (run->map) == ref_bytes (&run->ref),
-         "bytes %" PRIu64 ", reference %" PRIu64,
-         extmap_bytes (run->map), ref_bytes (&run->ref));
+  CHECK (run, err == NULL, "%s", err);
 }
 
 /* A byte offset somewhere in (or just around) the address space. */
@@ -191,65 +149,30 @@ pick_time (struct run *run)
 static void
 random_query (struct run *run)
 {
-  struct extent e;
-  uint64_t x, len, end;
-  uint32_t cutoff;
-  bool got;
+  enum ref_query q = below (REF_QUERIES);
+  struct ref_query_args a = { .stop_after = 1 + below (40) };
+  const char *err;
 
-  switch (below (6)) {
-  case 0:
-    run->query = "largest";
-    got = extmap_largest (run->map, &e);
-    check_extent (run, run->query, got, &e, ref_largest_before (&run->ref,
-                                                              UINT32_MAX));
+  switch (q) {
+  case REF_LARGEST_BEFORE:
+    a.cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
     break;
-  case 1:
-    run->query = "oldest";
-    got = extmap_oldest (run->map, &e);
-    check_extent (run, run->query, got, &e, ref_oldest (&run->ref));
+  case REF_FIND_OVERLAP:
+    a.x = below (64) ? pick_offset (run) : UINT64_MAX - below (2);
+    a.len = below (8) == 0 ? rnd () : pick_length (run);
     break;
-  case 2:
-    run->query = "largest_before";
-    cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
-    got = extmap_largest_before (run->map, cutoff, &e);
-    check_extent (run, run->query, got, &e,
-                  ref_largest_before (&run->ref, cutoff));
+  case REF_FIND_FROM:
+    a.x = below (16) ? pick_offset (run) : below (2) ? rnd () : UINT64_MAX;
     break;
-  case 3:
-    run->query = "find_overlap";
-    x = below (64) ? pick_offset (run) : UINT64_MAX - below (2);
-    len = below (8) == 0 ? rnd () : pick_length (run);
-    end = x + len < x ? UINT64_MAX : x + len;
-    got = extmap_find_overlap (run->map, x, len, &e);
-    check_extent (run, run->query, got, &e,
-                  len ? ref_find (&run->ref, x, end) : NULL);
+  case REF_ITERATE:
+    a.x = pick_offset (run);
     break;
-  case 4:
-    run->query = "find_from";
-    x = below (16) ? pick_offset (run) : below (2) ? rnd () : UINT64_MAX;
-    got = extmap_find_from (run->map, x, &e);
-    check_extent (run, run->query, got, &e,
-                  ref_find (&run->ref, x, UINT64_MAX));
+  default:
     break;
-  default: {
-    struct walk w = { run, NULL, 0, 0, 1 + below (40) };
-    const struct extent *first;
-    int r;
-
-    run->query = "iterate";
-    x = pick_offset (run);
-    first = ref_find (&run->ref, x, UINT64_MAX);
-    if (first) {
-      w.want = first;
-      w.left = run->ref.v + run->ref.n - first;
-    }
-    r = extmap_iterate (run->map, x, walk_visit, &w);
-    CHECK (run, r == (w.seen == w.stop_after ? 42 : 0),
-           "iterate returned %d", r);
-    CHECK (run, w.seen == MIN (w.left, w.stop_after),
-           "iterate saw %zu extents", w.seen);
   }
-  }
+  run->query = ref_query_names[q];
+  err = ref_check_query (run->map, &run->ref, q, &a);
+  CHECK (run, err == NULL, "%s", err);
 }
 
 /* A range the map must refuse with EINVAL, leaving itself unchanged. */

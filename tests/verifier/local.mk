@@ -24,4 +24,4 @@ VERIFY_TESTS = \
 	tests/test-faults.sh \
 	tests/test-backend-reconnect.sh
 TESTS += $(VERIFY_TESTS)
-EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh
+EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh tests/verifier/soak
