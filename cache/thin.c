@@ -273,8 +273,10 @@ commit (struct thin *t)
   if (r == 0) {
     t->journal_end += len;
     pthread_mutex_lock (&t->lock);
-    memmove (t->buf, t->buf + len, t->buflen - len);
-    t->buflen -= len;
+    if (len > 0) {
+      memmove (t->buf, t->buf + len, t->buflen - len);
+      t->buflen -= len;
+    }
     t->durable_seq = upto;
     thin_map_commit (&t->map, upto);
     t->commits++;
