@@ -57,6 +57,8 @@ struct engine_stats {
   uint64_t thin_slot;               /* slot size */
   uint64_t thin_size;               /* exported size */
   uint64_t thin_slots;              /* physical slots in the pool */
+  uint64_t thin_trims;              /* trims received (the engine's trims */
+  uint64_t thin_trim_bytes;         /*   are per slot, at backend addresses) */
   uint64_t thin_mapped;             /* slots mapped */
   uint64_t thin_free_clean;         /* free, nothing to discard */
   uint64_t thin_free_pending;       /* free, their discard still pending */

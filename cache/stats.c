@@ -25,7 +25,8 @@
 
 /* Thin mode's, present only with thin=on. */
 #define STATS_THIN_U64(X)                                   \
-  X (thin_slot) X (thin_size) X (thin_slots) X (thin_mapped)\
+  X (thin_slot) X (thin_size) X (thin_slots)               \
+  X (thin_trims) X (thin_trim_bytes) X (thin_mapped)        \
   X (thin_free_clean) X (thin_free_pending)                 \
   X (thin_free_undurable) X (thin_allocated) X (thin_reused)\
   X (thin_enospc) X (thin_commits) X (thin_journal_bytes)   \

@@ -63,6 +63,7 @@ struct thin {
   size_t buflen, bufcap;
   uint64_t next_seq;                /* the next record's number */
   uint64_t durable_seq;             /* records up to this are on disk */
+  uint64_t trims, trim_bytes;       /* as the client sent them */
   uint64_t allocated, reused, enospc, commits, checkpoints;
   uint64_t last_checkpoint;
   uint64_t meta_bytes;              /* journal_end, for stats */
@@ -734,6 +735,10 @@ thin_trim (struct thin *t, uint64_t offset, uint64_t length, bool fua)
 {
   struct clear_args a = { .zero = false, .fua = fua };
 
+  pthread_mutex_lock (&t->lock);
+  t->trims++;
+  t->trim_bytes += length;
+  pthread_mutex_unlock (&t->lock);
   return clear (t, offset, length, &a);
 }
 
@@ -800,6 +805,8 @@ thin_get_stats (struct thin *t, struct engine_stats *st)
   st->thin_slot = t->slot;
   st->thin_size = t->id.size;
   st->thin_slots = t->map.nphys;
+  st->thin_trims = t->trims;
+  st->thin_trim_bytes = t->trim_bytes;
   st->thin_mapped = t->map.mapped;
   st->thin_free_undurable = t->map.nundurable;
   st->thin_free_pending = pending;

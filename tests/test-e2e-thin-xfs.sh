@@ -46,14 +46,16 @@ run thin thin=on slot="$THIN_SLOT" size=2G meta="$TESTDIR/thin/meta"
 
 d=$TESTDIR/thin
 stat_of () { json_get "$TESTDIR/$1/stats.json" "$2"; }
-printf '%-10s %10s %12s %14s %12s\n' mode "trims(*)" forwarded "forwarded MiB" "slots reused"
+printf '%-12s %10s %12s %14s %12s\n' mode trims forwarded "forwarded MiB" "slots reused"
 for m in identity passthrough thin; do
-    printf '%-10s %10d %12d %14d %12s\n' "$m" "$(stat_of "$m" trims)" \
+    trims=trims
+    [ "$m" = thin ] && trims=thin_trims
+    printf '%-12s %10d %12d %14d %12s\n' "$m" "$(stat_of "$m" "$trims")" \
         "$(stat_of "$m" forwarded)" \
         $(( $(stat_of "$m" forwarded_bytes) / 1048576 )) \
         "$( [ "$m" = thin ] && stat_of thin thin_reused || echo -)"
 done
-echo "(*) in thin mode, the trims at physical addresses: one per slot"
+echo "thin: $(stat_of thin trims) trims at backend addresses (one per slot)"
 echo "thin: $(stat_of thin thin_allocated) slots allocated," \
      "$(stat_of thin thin_mapped) mapped at the stop of $(stat_of thin thin_slots)"
 [ "$(stat_of thin thin_reused)" -gt 0 ] || fail "thin: no slot was reused"

@@ -64,6 +64,9 @@ print_thin (const struct jf_object *st, FILE *fp)
   fprintf (fp, ROW "%s exported, slots of %s\n", "thin:",
            human_size (get (st, "thin_size"), a),
            human_size (get (st, "thin_slot"), b));
+  fprintf (fp, ROW "%" PRIu64 " (%s); the trims above are per slot\n",
+           "trims from the client:", get (st, "thin_trims"),
+           human_size (get (st, "thin_trim_bytes"), a));
   fprintf (fp, ROW "%" PRIu64 " mapped, %" PRIu64 " free-clean, %" PRIu64
            " free-pending-discard, %" PRIu64 " awaiting commit, of %" PRIu64
            "\n", "slots:", get (st, "thin_mapped"),
@@ -159,6 +162,8 @@ static const struct metric {
   { "max_extents", "max_extents", NULL, "gauge", "Bound on pending extents." },
   { "memory_bytes", "memory_bytes", NULL, "gauge", "Memory held by the extent map." },
   { "thin_slots", "thin_slots", NULL, "gauge", "Thin mode: physical slots in the pool." },
+  { "thin_trims", "thin_trims_total", NULL, "counter", "Thin mode: TRIM requests received from the client." },
+  { "thin_trim_bytes", "thin_trim_bytes_total", NULL, "counter", "Thin mode: bytes in the client's TRIM requests." },
   { "thin_mapped", "thin_slots_mapped", NULL, "gauge", "Thin mode: slots mapped." },
   { "thin_free_clean", "thin_slots_free", "state=\"clean\"", "gauge", "Thin mode: free slots, by state." },
   { "thin_free_pending", "thin_slots_free", "state=\"pending_discard\"", NULL, NULL },
