@@ -62,6 +62,7 @@ struct engine_stats {
   uint64_t discard_p99_us_large;
   uint64_t client_p99_us;           /* last 2 s, no discard in flight */
   uint64_t client_p99_discard_us;   /* last 2 s, beside a discard */
+  uint64_t client_p99_all_us;       /* last 2 s, all */
   uint64_t client_requests_discard; /* last 2 s: requests beside a discard, */
   uint64_t client_requests;         /*   of all requests */
   uint64_t model_a_us;              /* fitted cost per command */
@@ -72,7 +73,7 @@ struct engine_stats {
   uint64_t pace_commands_per_s;
   uint64_t pace_max_len;            /* the flusher's current batch size */
   uint64_t pace_gap_us;             /* ... and spacing */
-  uint64_t budget_overruns;         /* 1 s windows whose stall beat the budget */
+  uint64_t budget_overruns;         /* 1 s windows whose p99 beat the budget */
   uint64_t drain_eta_ms;            /* pending bytes at the current pace */
   uint64_t forced_by_memory;        /* discards sent past the budget, near max-extents */
   const char *pace_mode;            /* off, probe, fits, rare, idle, memory */

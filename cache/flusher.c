@@ -284,6 +284,7 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
   st->model_b_us_per_gib = (uint64_t) (model.b_us_per_byte * 1073741824.0);
   st->client_p99_us = m->client_p99_us;
   st->client_p99_discard_us = m->client_p99_discard_us;
+  st->client_p99_all_us = m->client_p99_all_us;
   st->client_requests = m->win_requests;
   st->client_requests_discard = m->win_overlapped;
   st->stall_us = m->stall_us > 0 ? (uint64_t) m->stall_us : 0;

@@ -16,6 +16,10 @@
 #define RARE_BYTE_SHARE 3.0
 /* No gap longer than this, so a bad window cannot stop forwarding. */
 #define MAX_GAP_US 10000000
+/* ... nor, while the overlap is only estimated, than this: the first
+ * discards measure it.
+ */
+#define MAX_ESTIMATED_GAP_US 1000000
 #define MAX_GAP_MULT 64.0
 
 static unsigned
@@ -174,26 +178,30 @@ fitting_len (const struct pace_inputs *in)
 
 /* RARE: discards per second that keep the share of client requests
  * running beside one under PACE_RARE_SHARE, turned into a gap.  The
- * requests each discard overlaps are measured; before any are, it is
- * estimated from the client rate and the predicted latency.
+ * requests each discard overlaps are measured; until they are, they are
+ * estimated from the client rate and the predicted latency, which
+ * overestimates them (a client at a fixed queue depth stops sending
+ * while its requests wait), with a shorter cap on the gap so that the
+ * first discards go and measure.
  */
 static uint64_t
 rare_gap_us (const struct pace_inputs *in, double predicted_us)
 {
-  double rate, per_discard, allowed, gap;
+  double rate, per_discard, allowed, gap, cap = MAX_GAP_US;
 
   if (in->client_requests == 0 || in->window_us == 0)
     return 0;
   rate = (double) in->client_requests * 1e6 / (double) in->window_us;
-  if (in->discards > 0 && in->client_overlapped > 0)
-    per_discard = (double) in->client_overlapped / (double) in->discards;
-  else
+  per_discard = in->overlap_per_discard;
+  if (per_discard <= 0) {
     per_discard = rate * predicted_us / 1e6 + 1;
+    cap = MAX_ESTIMATED_GAP_US;
+  }
   allowed = PACE_RARE_SHARE * rate / per_discard;
   gap = 1e6 / allowed - predicted_us;
   if (gap <= 0)
     return 0;
-  return gap > MAX_GAP_US ? MAX_GAP_US : (uint64_t) gap;
+  return gap > cap ? (uint64_t) cap : (uint64_t) gap;
 }
 
 void
@@ -307,6 +315,7 @@ pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
   unsigned cur = m->cur, old = cur ^ 1;
   const struct pace_hist *with[2] = { &m->client[0][1], &m->client[1][1] };
   const struct pace_hist *without[2] = { &m->client[0][0], &m->client[1][0] };
+  const struct pace_hist *all[4] = { with[0], with[1], without[0], without[1] };
   uint64_t n_with, n_without, cur_ns;
 
   cur_ns = now_ns - m->window_start_ns[cur];
@@ -316,6 +325,7 @@ pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
   n_without = pace_hist_total (without, 2);
   m->client_p99_us = pace_hist_quantile (without, 2, 0.99);
   m->client_p99_discard_us = pace_hist_quantile (with, 2, 0.99);
+  m->client_p99_all_us = pace_hist_quantile (all, 4, 0.99);
   m->stall_us = -1;
   if (n_with >= PACE_MIN_TAIL && n_without >= PACE_MIN_TAIL)
     m->stall_us = m->client_p99_discard_us > m->client_p99_us
@@ -324,9 +334,19 @@ pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
   m->win_requests = n_with + n_without;
   m->win_overlapped = n_with;
   m->win_discards = m->discards[0] + m->discards[1];
+  if (m->win_discards) {
+    double sample = (double) n_with / (double) m->win_discards;
+
+    /* Smoothed: a discard that ends early in a window has its overlaps
+     * counted partly in the window before.
+     */
+    m->overlap_per_discard = m->overlap_per_discard > 0
+      ? (m->overlap_per_discard + sample) / 2 : sample;
+  }
   m->bytes_per_s = m->discard_bytes[cur] * PACE_WINDOW_NS / cur_ns;
   m->commands_per_s = m->discards[cur] * PACE_WINDOW_NS / cur_ns;
-  if (budget_us && m->win_discards && m->stall_us > (int64_t) budget_us)
+  if (budget_us && m->win_discards && n_without >= PACE_MIN_TAIL &&
+      m->client_p99_all_us > m->client_p99_us + budget_us)
     m->overruns++;
   if (fits)
     m->gap_mult = pace_adapt (m->gap_mult, m->stall_us, budget_us);
@@ -348,5 +368,6 @@ pace_meter_inputs (const struct pace_meter *m, struct pace_inputs *in)
   in->client_requests = m->win_requests;
   in->client_overlapped = m->win_overlapped;
   in->discards = m->win_discards;
+  in->overlap_per_discard = m->overlap_per_discard;
   in->gap_mult = m->gap_mult;
 }

@@ -88,6 +88,7 @@ struct pace_inputs {
   uint64_t client_requests;         /* client requests completed in it */
   uint64_t client_overlapped;       /* ... of which ran beside a discard */
   uint64_t discards;                /* discard commands completed in it */
+  double overlap_per_discard;       /* client requests one overlaps; 0 unknown */
   double gap_mult;                  /* pace_adapt's state */
 };
 
@@ -157,8 +158,10 @@ struct pace_meter {
   int64_t stall_us;                 /* -1: not known */
   uint64_t client_p99_us;           /* without a discard in flight */
   uint64_t client_p99_discard_us;   /* with one */
+  uint64_t client_p99_all_us;       /* all of them */
   uint64_t win_us, win_requests, win_overlapped, win_discards;
   uint64_t bytes_per_s, commands_per_s;
+  double overlap_per_discard;       /* smoothed over windows; 0 unknown */
   double gap_mult;
   uint64_t overruns;                /* windows whose stall beat the budget */
 };
@@ -185,8 +188,9 @@ extern uint64_t pace_meter_discard_quantile (const struct pace_meter *m,
   __attribute__ ((nonnull (1)));
 
 /* Close the window if it is PACE_WINDOW_NS old: compute the stall and
- * the pace over the last two windows, count an overrun (stall above
- * budget_us while discards ran), adapt the FITS multiplier when fits is
+ * the pace over the last two windows, count an overrun (discards ran and
+ * the p99 of all client requests was more than budget_us above the p99
+ * of those without a discard beside them), adapt the FITS multiplier when fits is
  * set, start a new window.  Returns whether it rotated.
  */
 extern bool pace_meter_rotate (struct pace_meter *m, uint64_t now_ns,

@@ -27,6 +27,7 @@
   X (discard_p50_us_16m) X (discard_p99_us_16m)             \
   X (discard_p50_us_large) X (discard_p99_us_large)         \
   X (client_p99_us) X (client_p99_discard_us)               \
+  X (client_p99_all_us)                                     \
   X (client_requests_discard) X (client_requests)           \
   X (model_a_us) X (model_b_us_per_gib) X (stall_us)        \
   X (budget_us) X (pace_bytes_per_s) X (pace_commands_per_s)\

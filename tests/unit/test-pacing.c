@@ -220,26 +220,33 @@ test_decide_rare (void **state)
    */
   in.window_us = 2000000;
   in.client_requests = 20000;
-  in.discards = 10;
-  in.client_overlapped = 200;
+  in.overlap_per_discard = 20;
   pace_decide (&in, &d);
   assert_int_equal (d.mode, PACE_RARE);
   assert_true (d.gap_us >= 379000 && d.gap_us <= 381000);
   /* More overlapped per discard: proportionally longer gaps. */
-  in.client_overlapped = 400;
+  in.overlap_per_discard = 40;
   pace_decide (&in, &d);
   assert_true (d.gap_us >= 779000 && d.gap_us <= 781000);
-  /* Nothing measured yet: estimated from the rate and the latency,
-   * 10000/s * 20 ms + 1 = 201 per discard.
-   */
-  in.discards = 0;
-  in.client_overlapped = 0;
-  pace_decide (&in, &d);
-  assert_true (d.gap_us >= 3990000 && d.gap_us <= 4010000);
   /* Slow clients: the gap is capped, forwarding never stops. */
   in.client_requests = 1;
   pace_decide (&in, &d);
   assert_int_equal (d.gap_us, 10000000);
+  /* Nothing measured yet: estimated from the rate and the latency,
+   * 10000/s * 20 ms + 1 = 201 per discard, a 4 s period; capped at 1 s
+   * so that the first discards measure it.
+   */
+  in.client_requests = 20000;
+  in.overlap_per_discard = 0;
+  pace_decide (&in, &d);
+  assert_int_equal (d.gap_us, 1000000);
+  in.client_requests = 200000;      /* 100000/s: 2001 per discard */
+  in.model.a_us = 100;              /* fits no more with a 0.1 ms budget */
+  in.budget_us = 100;
+  pace_decide (&in, &d);
+  assert_int_equal (d.mode, PACE_RARE);
+  /* 0.005 * 100000 / 11 = 45.45/s: a 22 ms period. */
+  assert_true (d.gap_us >= 21800 && d.gap_us <= 22000);
 }
 
 /* Per-command and per-byte cost, both large: discards grow until the
@@ -307,6 +314,8 @@ test_meter (void **state)
   assert_int_equal (meter.win_discards, 2);
   pace_meter_inputs (&meter, &in);
   assert_int_equal (in.client_overlapped, 110);
+  /* 10 per discard in the first window, 55 over the two: smoothed. */
+  assert_true (in.overlap_per_discard > 32.4 && in.overlap_per_discard < 32.6);
   assert_int_equal (in.discards, 2);
   assert_true (in.model.valid && in.model.a_us == 20000);
 
@@ -316,6 +325,17 @@ test_meter (void **state)
   assert_int_equal (meter.win_requests, 0);
   assert_int_equal (meter.stall_us, -1);
   assert_int_equal (meter.bytes_per_s, 0);
+  assert_int_equal (meter.overruns, 1);
+  /* Under 1% of requests beside a discard: the p99 of all of them is
+   * not moved, however slow those few are; no overrun.
+   */
+  for (int i = 0; i < 2000; i++)
+    pace_meter_client (&meter, 100 + i % 10, false);
+  for (int i = 0; i < 10; i++)
+    pace_meter_client (&meter, 20000, true);
+  pace_meter_discard (&meter, MiB, 20000);
+  assert_true (pace_meter_rotate (&meter, 5 * s, 2000, false));
+  assert_true (meter.client_p99_all_us < 200);
   assert_int_equal (meter.overruns, 1);
   /* The discard latency by size class stays. */
   assert_near (pace_meter_discard_quantile (&meter, 1, 0.5), 20000);
