@@ -9,11 +9,15 @@
 #define SUB (1u << PACE_HIST_SUB_BITS)
 /* The largest discard the first probe sends, before anything is known. */
 #define PROBE_BYTES (64 * 1024)
-/* In RARE mode, discards grow until the per-byte part is this many times
- * the per-command part: bytes per affected client request then reach
- * 3/4 of what any size could give, while each stall stays bounded.
+/* In RARE mode a discard stalls the few requests it overlaps beyond the
+ * budget anyway, and those are past the p99 while they stay rare: so it
+ * may grow until the per-byte part is this many times the per-command
+ * part (bytes per affected request then reach 3/4 of what any size could
+ * give), or until it takes RARE_STALL_FACTOR budgets, whichever is
+ * larger.  The factor bounds what the affected requests see (the p99.9).
  */
 #define RARE_BYTE_SHARE 3.0
+#define RARE_STALL_FACTOR 10.0
 /* No gap longer than this, so a bad window cannot stop forwarding. */
 #define MAX_GAP_US 10000000
 /* ... nor, while the overlap is only estimated, than this: the first
@@ -231,7 +235,9 @@ pace_decide (const struct pace_inputs *in, struct pace_decision *d)
   }
   d->mode = PACE_RARE;
   if (m->b_us_per_byte > 0)
-    d->max_len = clamp_len (RARE_BYTE_SHARE * m->a_us / m->b_us_per_byte,
+    d->max_len = clamp_len (MAX (RARE_BYTE_SHARE * m->a_us,
+                                 RARE_STALL_FACTOR * (double) in->budget_us
+                                 - m->a_us) / m->b_us_per_byte,
                             in->granularity, in->chunk_limit);
   else
     d->max_len = in->chunk_limit;

@@ -249,19 +249,26 @@ test_decide_rare (void **state)
   assert_true (d.gap_us >= 21800 && d.gap_us <= 22000);
 }
 
-/* Per-command and per-byte cost, both large: discards grow until the
- * per-byte part is 3x the per-command part.
+/* Per-command and per-byte cost, both above the budget: discards grow
+ * until the per-byte part is 3x the per-command part, or until one takes
+ * 10 budgets, whichever is larger.
  */
 static void
 test_decide_rare_mixed (void **state)
 {
-  struct pace_inputs in = inputs (5000, 1000, 2);
+  struct pace_inputs in = inputs (8000, 1000, 2);
   struct pace_decision d;
 
   pace_decide (&in, &d);
   assert_int_equal (d.mode, PACE_RARE);
-  assert_int_equal (d.max_len, 15 * MiB);
-  assert_true (d.predicted_us > 19900 && d.predicted_us < 20100);
+  assert_int_equal (d.max_len, 24 * MiB);
+  assert_true (d.predicted_us > 31900 && d.predicted_us < 32100);
+  /* 1.7 ms per command (over 0.8 budget), 4 ms per MiB: up to 20 ms. */
+  in = inputs (1700, 4000, 2);
+  pace_decide (&in, &d);
+  assert_int_equal (d.mode, PACE_RARE);
+  assert_int_equal (d.max_len, 4684 * KiB);
+  assert_true (d.predicted_us > 19700 && d.predicted_us <= 20000);
 }
 
 static void
