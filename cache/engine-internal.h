@@ -60,6 +60,7 @@ struct engine {
   struct pace_meter pace;
   struct pace_decision pace_last;
   const char *pace_mode;            /* for the statistics */
+  enum pace_mode pace_adapting;     /* the mode the next window adapts */
   uint64_t pace_next_ns;            /* earliest next paced discard */
   uint64_t forced_by_memory;        /* discards sent near max-extents */
 

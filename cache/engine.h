@@ -73,6 +73,7 @@ struct engine_stats {
   uint64_t pace_commands_per_s;
   uint64_t pace_max_len;            /* the flusher's current batch size */
   uint64_t pace_gap_us;             /* ... and spacing */
+  uint64_t pace_rare_share_ppm;     /* RARE: share of requests beside a discard */
   uint64_t budget_overruns;         /* 1 s windows whose p99 beat the budget */
   uint64_t drain_eta_ms;            /* pending bytes at the current pace */
   uint64_t forced_by_memory;        /* discards sent past the budget, near max-extents */

@@ -196,6 +196,7 @@ paced_turn (struct engine *e, uint64_t now)
 
   if (extmap_count (e->map) >= MEMORY_HIGH_WATER (e->cfg.max_extents)) {
     e->pace_mode = "memory";
+    e->pace_adapting = PACE_PROBE;
     if (forward_eligible (e, 0, 0, e->chunk_limit))
       e->forced_by_memory++;
     return;
@@ -209,8 +210,15 @@ paced_turn (struct engine *e, uint64_t now)
   pace_decide (&in, d);
   if (!forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, d->max_len))
     return;
-  e->pace_mode = clients_quiet (e, engine_now_ms ()) ? "idle"
-                                                     : mode_names[d->mode];
+  /* What the next window measures adapts this mode's spacing, unless
+   * nobody was there to measure.
+   */
+  e->pace_adapting = d->mode;
+  e->pace_mode = mode_names[d->mode];
+  if (clients_quiet (e, engine_now_ms ())) {
+    e->pace_adapting = PACE_PROBE;
+    e->pace_mode = "idle";
+  }
   e->pace_next_ns = engine_now_ns () + d->gap_us * 1000;
 }
 
@@ -225,7 +233,7 @@ flusher_turn (struct engine *e)
 
   /* Measuring goes on without budget= too, for the statistics. */
   pace_meter_rotate (&e->pace, engine_now_ns (), e->cfg.budget_ms * 1000,
-                     e->pace_mode == mode_names[PACE_FITS]);
+                     e->cfg.budget_ms ? e->pace_adapting : PACE_PROBE);
   if (flush_wanted (e)) {
     forced_turn (e);
     return;
@@ -293,6 +301,7 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
   st->pace_commands_per_s = m->commands_per_s;
   st->pace_max_len = e->cfg.budget_ms ? e->pace_last.max_len : e->chunk_limit;
   st->pace_gap_us = e->cfg.budget_ms ? e->pace_last.gap_us : 0;
+  st->pace_rare_share_ppm = (uint64_t) (m->rare_share * 1e6);
   st->budget_overruns = m->overruns;
   st->drain_eta_ms = pace_drain_eta_ms (st->pending_bytes - st->subgranule_bytes,
                                         m->bytes_per_s);

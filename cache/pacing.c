@@ -201,7 +201,8 @@ rare_gap_us (const struct pace_inputs *in, double predicted_us)
     per_discard = rate * predicted_us / 1e6 + 1;
     cap = MAX_ESTIMATED_GAP_US;
   }
-  allowed = PACE_RARE_SHARE * rate / per_discard;
+  allowed = (in->rare_share > 0 ? in->rare_share : PACE_RARE_SHARE)
+    * rate / per_discard;
   gap = 1e6 / allowed - predicted_us;
   if (gap <= 0)
     return 0;
@@ -260,6 +261,18 @@ pace_adapt (double gap_mult, int64_t stall_us, uint64_t budget_us)
   return gap_mult;
 }
 
+double
+pace_adapt_share (double share, int64_t extra_us, uint64_t budget_us)
+{
+  if (extra_us < 0)
+    return share;
+  if ((uint64_t) extra_us * 5 > budget_us * 4)
+    return MAX (share / 2, PACE_RARE_SHARE_MIN);
+  if ((uint64_t) extra_us * 2 < budget_us)
+    return MIN (share * 1.25, PACE_RARE_SHARE_MAX);
+  return share;
+}
+
 uint64_t
 pace_drain_eta_ms (uint64_t pending_bytes, uint64_t bytes_per_s)
 {
@@ -275,6 +288,7 @@ pace_meter_init (struct pace_meter *m, uint64_t now_ns)
   m->window_start_ns[0] = m->window_start_ns[1] = now_ns;
   m->stall_us = -1;
   m->gap_mult = 1;
+  m->rare_share = PACE_RARE_SHARE;
 }
 
 void
@@ -316,13 +330,14 @@ pace_meter_discard_quantile (const struct pace_meter *m, unsigned c, double p)
 
 bool
 pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
-                   bool fits)
+                   enum pace_mode mode)
 {
   unsigned cur = m->cur, old = cur ^ 1;
   const struct pace_hist *with[2] = { &m->client[0][1], &m->client[1][1] };
   const struct pace_hist *without[2] = { &m->client[0][0], &m->client[1][0] };
   const struct pace_hist *all[4] = { with[0], with[1], without[0], without[1] };
   uint64_t n_with, n_without, cur_ns;
+  int64_t extra = -1;
 
   cur_ns = now_ns - m->window_start_ns[cur];
   if (cur_ns < PACE_WINDOW_NS)
@@ -351,11 +366,15 @@ pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
   }
   m->bytes_per_s = m->discard_bytes[cur] * PACE_WINDOW_NS / cur_ns;
   m->commands_per_s = m->discards[cur] * PACE_WINDOW_NS / cur_ns;
-  if (budget_us && m->win_discards && n_without >= PACE_MIN_TAIL &&
-      m->client_p99_all_us > m->client_p99_us + budget_us)
+  if (m->win_discards && n_without >= PACE_MIN_TAIL)
+    extra = m->client_p99_all_us > m->client_p99_us
+      ? (int64_t) (m->client_p99_all_us - m->client_p99_us) : 0;
+  if (budget_us && extra > (int64_t) budget_us)
     m->overruns++;
-  if (fits)
+  if (mode == PACE_FITS)
     m->gap_mult = pace_adapt (m->gap_mult, m->stall_us, budget_us);
+  if (mode == PACE_RARE)
+    m->rare_share = pace_adapt_share (m->rare_share, extra, budget_us);
   /* The older window is emptied and refilled from now on. */
   memset (&m->client[old], 0, sizeof m->client[old]);
   m->discards[old] = m->discard_bytes[old] = 0;
@@ -376,4 +395,5 @@ pace_meter_inputs (const struct pace_meter *m, struct pace_inputs *in)
   in->discards = m->win_discards;
   in->overlap_per_discard = m->overlap_per_discard;
   in->gap_mult = m->gap_mult;
+  in->rare_share = m->rare_share;
 }

@@ -90,6 +90,7 @@ struct pace_inputs {
   uint64_t discards;                /* discard commands completed in it */
   double overlap_per_discard;       /* client requests one overlaps; 0 unknown */
   double gap_mult;                  /* pace_adapt's state */
+  double rare_share;                /* pace_adapt_share's state; 0: default */
 };
 
 enum pace_mode {
@@ -105,10 +106,15 @@ struct pace_decision {
   double predicted_us;              /* the model's latency for max_len */
 };
 
-/* Share of client requests that may overlap a discard in RARE mode: half
- * of the 1% a p99 can hide, the other half being the estimate's error.
+/* Share of client requests that may overlap a discard in RARE mode, to
+ * start with: half of the 1% a p99 can hide, the other half being the
+ * estimate's error.  pace_adapt_share moves it between MIN and MAX by
+ * what the p99 of all requests shows: requests beside a discard are not
+ * all slowed by it, nor by all of its latency.
  */
 #define PACE_RARE_SHARE 0.005
+#define PACE_RARE_SHARE_MIN 0.001
+#define PACE_RARE_SHARE_MAX 0.05
 /* Discards in FITS mode aim at this share of the budget. */
 #define PACE_FIT_SHARE 0.8
 /* The model is not extrapolated further than this past the largest
@@ -126,6 +132,14 @@ extern void pace_decide (const struct pace_inputs *in,
  */
 extern double pace_adapt (double gap_mult, int64_t stall_us,
                           uint64_t budget_us);
+
+/* End of a measuring window in RARE mode: extra_us is how far the p99 of
+ * all client requests was above the p99 of those without a discard
+ * beside them (-1: not known).  Over 4/5 of the budget the share halves,
+ * under half of it it grows by a quarter.  Returns the new share.
+ */
+extern double pace_adapt_share (double share, int64_t extra_us,
+                                uint64_t budget_us);
 
 /* Time to forward pending_bytes at bytes_per_s, in ms (0 if either is
  * 0: nothing to drain, or no pace measured yet).
@@ -163,7 +177,8 @@ struct pace_meter {
   uint64_t bytes_per_s, commands_per_s;
   double overlap_per_discard;       /* smoothed over windows; 0 unknown */
   double gap_mult;
-  uint64_t overruns;                /* windows whose stall beat the budget */
+  double rare_share;
+  uint64_t overruns;                /* windows whose p99 beat the budget */
 };
 
 /* Start measuring at now_ns. */
@@ -190,11 +205,12 @@ extern uint64_t pace_meter_discard_quantile (const struct pace_meter *m,
 /* Close the window if it is PACE_WINDOW_NS old: compute the stall and
  * the pace over the last two windows, count an overrun (discards ran and
  * the p99 of all client requests was more than budget_us above the p99
- * of those without a discard beside them), adapt the FITS multiplier when fits is
- * set, start a new window.  Returns whether it rotated.
+ * of those without a discard beside them), adapt the FITS multiplier or
+ * the RARE share when the flusher was in that mode, start a new window.
+ * Returns whether it rotated.
  */
 extern bool pace_meter_rotate (struct pace_meter *m, uint64_t now_ns,
-                               uint64_t budget_us, bool fits)
+                               uint64_t budget_us, enum pace_mode mode)
   __attribute__ ((nonnull (1)));
 
 /* Fill the measured part of in (model, stall, window counts). */

@@ -31,7 +31,8 @@
   X (client_requests_discard) X (client_requests)           \
   X (model_a_us) X (model_b_us_per_gib) X (stall_us)        \
   X (budget_us) X (pace_bytes_per_s) X (pace_commands_per_s)\
-  X (pace_max_len) X (pace_gap_us) X (budget_overruns)      \
+  X (pace_max_len) X (pace_gap_us) X (pace_rare_share_ppm)  \
+  X (budget_overruns)                                       \
   X (drain_eta_ms) X (forced_by_memory)
 
 int

@@ -9,7 +9,8 @@
 #     writes' p99 stays within the budget (+10%, + a margin, below) of
 #     the same writes with no backlog;
 #   - without budget= nothing is forwarded while the writes run (the
-#     idle-gated flusher of before) and pace_mode says off.
+#     idle-gated flusher of before) and pace_mode says off;
+#   - near max-extents a paced flusher forwards regardless (and says so).
 # The margin: this machine is shared (the load is often above its two
 # cores), and the writes' own p99 moves by about half of itself from run
 # to run with nothing forwarded at all; so the margin is half the
@@ -155,4 +156,17 @@ stop_all
     fail "without budget=, pace_mode is $(get off after pace_mode)"
 [ "$(get off after pending_bytes)" = $(( 128 << 20 )) ] ||
     fail "without budget=, pending_bytes is $(get off after pending_bytes)"
+# Memory first: with 128 extents pending and max-extents=146 (7/8 of it
+# is 128), a paced flusher forwards at once, under load, though delay=30s
+# has not passed and the budget would not allow it; stats say so.
+start mem fixed budget=2ms max-extents=146 delay=30s
+backlog mem
+runtime=2 writes mem
+stop_all
+[ "$(get mem after forced_by_memory)" -ge 1 ] ||
+    fail "near max-extents: forced_by_memory is $(get mem after forced_by_memory)"
+[ "$(get mem after pending_extents)" -lt 128 ] ||
+    fail "near max-extents: still $(get mem after pending_extents) extents pending"
+echo "memory bound: $(get mem after forced_by_memory) discards forced," \
+    "$(get mem after pending_extents) extents pending"
 echo "pacing: ok"

@@ -228,6 +228,11 @@ test_decide_rare (void **state)
   in.overlap_per_discard = 40;
   pace_decide (&in, &d);
   assert_true (d.gap_us >= 779000 && d.gap_us <= 781000);
+  /* A share adapted up to 1%: twice the rate. */
+  in.rare_share = 0.01;
+  pace_decide (&in, &d);
+  assert_true (d.gap_us >= 379000 && d.gap_us <= 381000);
+  in.rare_share = 0;
   /* Slow clients: the gap is capped, forwarding never stops. */
   in.client_requests = 1;
   pace_decide (&in, &d);
@@ -287,6 +292,19 @@ test_adapt (void **state)
   assert_true (pace_adapt (0.06, 100, 2000) == 0);
 }
 
+static void
+test_adapt_share (void **state)
+{
+  assert_true (pace_adapt_share (0.005, -1, 2000) == 0.005);
+  /* The p99 of all requests moved by over 4/5 of the budget: halve. */
+  assert_true (pace_adapt_share (0.004, 1700, 2000) == 0.002);
+  assert_true (pace_adapt_share (0.0012, 5000, 2000) == PACE_RARE_SHARE_MIN);
+  /* Between half and 4/5: kept; under half: grows by a quarter. */
+  assert_true (pace_adapt_share (0.004, 1200, 2000) == 0.004);
+  assert_true (pace_adapt_share (0.004, 500, 2000) == 0.005);
+  assert_true (pace_adapt_share (0.045, 0, 2000) == PACE_RARE_SHARE_MAX);
+}
+
 static struct pace_meter meter;
 
 /* The meter's windows: the stall appears only with enough requests on
@@ -299,13 +317,13 @@ test_meter (void **state)
   struct pace_inputs in = { 0 };
 
   pace_meter_init (&meter, 0);
-  assert_false (pace_meter_rotate (&meter, s / 2, 2000, false));
+  assert_false (pace_meter_rotate (&meter, s / 2, 2000, PACE_PROBE));
   for (int i = 0; i < 1000; i++)
     pace_meter_client (&meter, 100 + i % 10, false);
   for (int i = 0; i < 10; i++)
     pace_meter_client (&meter, 20000, true);
   pace_meter_discard (&meter, MiB, 20000);
-  assert_true (pace_meter_rotate (&meter, s, 2000, false));
+  assert_true (pace_meter_rotate (&meter, s, 2000, PACE_PROBE));
   assert_int_equal (meter.stall_us, -1);     /* 10 < PACE_MIN_TAIL */
   assert_int_equal (meter.win_requests, 1010);
   assert_int_equal (meter.bytes_per_s, MiB);
@@ -315,9 +333,11 @@ test_meter (void **state)
   for (int i = 0; i < 100; i++)
     pace_meter_client (&meter, 20000, true);
   pace_meter_discard (&meter, MiB, 20000);
-  assert_true (pace_meter_rotate (&meter, 2 * s, 2000, false));
+  assert_true (pace_meter_rotate (&meter, 2 * s, 2000, PACE_RARE));
   assert_true (meter.stall_us > 19000 && meter.stall_us < 21000);
   assert_int_equal (meter.overruns, 1);
+  /* 10% of requests at 20 ms moved the p99: RARE's share halves. */
+  assert_true (meter.rare_share == PACE_RARE_SHARE / 2);
   assert_int_equal (meter.win_discards, 2);
   pace_meter_inputs (&meter, &in);
   assert_int_equal (in.client_overlapped, 110);
@@ -327,8 +347,8 @@ test_meter (void **state)
   assert_true (in.model.valid && in.model.a_us == 20000);
 
   /* Two quiet windows later nothing of it is left. */
-  assert_true (pace_meter_rotate (&meter, 3 * s, 2000, true));
-  assert_true (pace_meter_rotate (&meter, 4 * s, 2000, true));
+  assert_true (pace_meter_rotate (&meter, 3 * s, 2000, PACE_FITS));
+  assert_true (pace_meter_rotate (&meter, 4 * s, 2000, PACE_FITS));
   assert_int_equal (meter.win_requests, 0);
   assert_int_equal (meter.stall_us, -1);
   assert_int_equal (meter.bytes_per_s, 0);
@@ -341,9 +361,11 @@ test_meter (void **state)
   for (int i = 0; i < 10; i++)
     pace_meter_client (&meter, 20000, true);
   pace_meter_discard (&meter, MiB, 20000);
-  assert_true (pace_meter_rotate (&meter, 5 * s, 2000, false));
+  assert_true (pace_meter_rotate (&meter, 5 * s, 2000, PACE_RARE));
   assert_true (meter.client_p99_all_us < 200);
   assert_int_equal (meter.overruns, 1);
+  /* ... and there it grows again. */
+  assert_true (meter.rare_share == PACE_RARE_SHARE / 2 * 1.25);
   /* The discard latency by size class stays. */
   assert_near (pace_meter_discard_quantile (&meter, 1, 0.5), 20000);
   assert_int_equal (pace_meter_discard_quantile (&meter, 0, 0.5), 0);
@@ -369,6 +391,7 @@ main (void)
     cmocka_unit_test (test_decide_rare),
     cmocka_unit_test (test_decide_rare_mixed),
     cmocka_unit_test (test_adapt),
+    cmocka_unit_test (test_adapt_share),
     cmocka_unit_test (test_meter),
     cmocka_unit_test (test_drain_eta),
   };
