@@ -337,9 +337,13 @@ request_end (struct engine *e, const struct request *rq)
 {
   uint64_t now_ns = engine_now_ns ();
 
+  /* In flight at either end, or one started or ended between: the two
+   * counters are not read at one instant, so each end checks both.
+   */
   if (rq)
     pace_meter_client (&e->pace, (now_ns - rq->start_ns) / 1000,
                        rq->discard_inflight ||
+                       atomic_load (&e->discards_inflight) > 0 ||
                        atomic_load (&e->discard_events) != rq->discard_events);
   atomic_store (&e->last_request_ms, now_ns / 1000000);
   atomic_fetch_sub (&e->active_requests, 1);

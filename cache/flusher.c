@@ -140,11 +140,12 @@ forced_turn (struct engine *e)
 }
 
 /* Forward the largest range older than delay_ms (at least minlen,
- * at most max_len), or wait for one.  Returns whether it sent one.
+ * at most max_len), or wait for one.  rate: take a rate= slot before
+ * sending.  Returns whether it sent one.
  */
 static bool
 forward_eligible (struct engine *e, uint64_t delay_ms, uint64_t minlen,
-                  uint64_t max_len)
+                  uint64_t max_len, bool rate)
 {
   uint64_t offset, length;
   uint32_t ticks, cutoff, time;
@@ -160,6 +161,8 @@ forward_eligible (struct engine *e, uint64_t delay_ms, uint64_t minlen,
     wait_for_eligible (e, cutoff);
     return false;
   }
+  if (rate)
+    take_slot (e);
   engine_forward_locked (e, offset, length, time, false, true);
   return true;
 }
@@ -197,7 +200,7 @@ paced_turn (struct engine *e, uint64_t now)
   if (extmap_count (e->map) >= MEMORY_HIGH_WATER (e->cfg.max_extents)) {
     e->pace_mode = "memory";
     e->pace_adapting = PACE_PROBE;
-    if (forward_eligible (e, 0, 0, e->chunk_limit))
+    if (forward_eligible (e, 0, 0, e->chunk_limit, false))
       e->forced_by_memory++;
     return;
   }
@@ -208,7 +211,8 @@ paced_turn (struct engine *e, uint64_t now)
   }
   pace_meter_inputs (&e->pace, &in);
   pace_decide (&in, d);
-  if (!forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, d->max_len))
+  if (!forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, d->max_len,
+                         false))
     return;
   /* What the next window measures adapts this mode's spacing, unless
    * nobody was there to measure.
@@ -255,8 +259,7 @@ flusher_turn (struct engine *e)
     engine_sleep_locked (e, wait);
     return;
   }
-  if (forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, e->chunk_limit))
-    take_slot (e);
+  forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, e->chunk_limit, true);
 }
 
 void *
