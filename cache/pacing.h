@@ -107,17 +107,19 @@ struct pace_decision {
 };
 
 /* Share of client requests that may overlap a discard in RARE mode, to
- * start with: half of the 1% a p99 can hide, the other half being the
- * estimate's error.  pace_adapt_share moves it between MIN and MAX by
- * what the p99 of all requests shows (requests beside a discard are not
- * all slowed by all of it).  MAX stays under 1%: past it the p99 is made
- * of requests beside a discard, and a controller that hunts for that
- * edge crosses it often enough to show over a whole run (tried: 5% let
- * a run's p99 reach 11 ms where the engine's 1 s windows saw under 2).
+ * start with: under a third of the 1% a p99 can hide, the rest being the
+ * error of a count over short windows on a busy machine.
+ * pace_adapt_share moves it between MIN and MAX by what the p99 of all
+ * requests shows (requests beside a discard are not all slowed by all of
+ * it).  MAX stays at half of 1%: a controller that hunts for the edge
+ * where the p99 is made of requests beside a discard crosses it often
+ * enough to show over a whole run (tried: with 5%, fio saw a p99 of
+ * 11 ms where the engine's 1 s windows saw under 2 ms over the baseline;
+ * with 0.8% still 10.8 ms against 5.0 once in three runs).
  */
-#define PACE_RARE_SHARE 0.005
-#define PACE_RARE_SHARE_MIN 0.001
-#define PACE_RARE_SHARE_MAX 0.008
+#define PACE_RARE_SHARE 0.003
+#define PACE_RARE_SHARE_MIN 0.0005
+#define PACE_RARE_SHARE_MAX 0.005
 /* Discards in FITS mode aim at this share of the budget. */
 #define PACE_FIT_SHARE 0.8
 /* The model is not extrapolated further than this past the largest
