@@ -375,7 +375,10 @@ pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
     m->gap_mult = pace_adapt (m->gap_mult, m->stall_us, budget_us);
   if (mode == PACE_RARE)
     m->rare_share = pace_adapt_share (m->rare_share, extra, budget_us);
-  /* The older window is emptied and refilled from now on. */
+  /* The older window is emptied and refilled from now on.  A request
+   * that read cur just before the flip may land in it while it is
+   * cleared: one sample lost, which no percentile notices.
+   */
   memset (&m->client[old], 0, sizeof m->client[old]);
   m->discards[old] = m->discard_bytes[old] = 0;
   m->window_start_ns[old] = now_ns;

@@ -128,6 +128,12 @@ for model in fixed prop; do
     start paced "$model" $keys
     backlog paced
     writes base paced
+    # discardctl's table shows the pacing (only with budget=).
+    "$DISCARDCTL" -s "$TESTDIR/paced.ctl" stats >"$TESTDIR/table" ||
+        fail "discardctl stats failed"
+    grep -q "^  pacing: *budget 2000 us, mode " "$TESTDIR/table" &&
+        grep -q "^  cost model: " "$TESTDIR/table" ||
+        fail "$model: discardctl stats shows no pacing: $(cat "$TESTDIR/table")"
     stop_all
     base=${P99[base]} paced=${P99[paced]}
     fwd=$(( $(get paced after forwarded_bytes) - $(get paced before forwarded_bytes) ))
@@ -149,6 +155,8 @@ done
 start off fixed
 backlog off
 writes off
+"$DISCARDCTL" -s "$TESTDIR/off.ctl" stats >"$TESTDIR/table" ||
+    fail "discardctl stats failed"
 stop_all
 [ "$(get off after forwarded)" = 0 ] ||
     fail "without budget=, $(get off after forwarded) discards were forwarded under load"
@@ -156,6 +164,8 @@ stop_all
     fail "without budget=, pace_mode is $(get off after pace_mode)"
 [ "$(get off after pending_bytes)" = $(( 128 << 20 )) ] ||
     fail "without budget=, pending_bytes is $(get off after pending_bytes)"
+! grep -q "pacing:" "$TESTDIR/table" ||
+    fail "discardctl stats shows pacing without budget="
 # Memory first: with 128 extents pending and max-extents=146 (7/8 of it
 # is 128), a paced flusher forwards at once, under load, though delay=30s
 # has not passed and the budget would not allow it; stats say so.
