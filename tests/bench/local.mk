@@ -9,9 +9,3 @@ CLEANFILES += tests/bench/bench-extmap$(EXEEXT)
 tests_bench_bench_extmap_SOURCES = tests/bench/bench-extmap.c
 tests_bench_bench_extmap_LDADD = libextmap.la
 EXTRA_DIST += tests/bench/run-extmap docs/benchmarks.md
-# `make bench` also runs the adaptive-pacing benchmark (issue 9) once its
-# script is there; it writes docs/benchmarks-pacing.md itself.
-bench: bench-pacing
-.PHONY: bench-pacing
-bench-pacing: all
-	if test -e '$(top_srcdir)/tests/bench/pacing'; then '$(top_srcdir)/tests/bench/pacing' '$(abs_top_builddir)'; fi
