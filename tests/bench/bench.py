@@ -527,11 +527,12 @@ def thin_note(t, case, out):
         if t.reps(case, c):
             parts.append("%s for %s (%s)" % (fmt(t.med(case, c, "dev_discards"), 0), cname(c),
                                              fmt_rel(t.rel(case, "thin", c, "dev_discards"))))
-    reused = [k for k in (t.reps(case, "thin")[0]) if k.startswith("dc_") and "reuse" in k]
+    reused = t.med(case, "thin", "dc_thin_reused")
     out.append("Thin mode (`thin=on slot=64K`): the device received %s discard commands "
                "on the same churn, against %s%s.\n"
                % (fmt(thin, 0), ", ".join(parts) or "–",
-                  "".join("; %s %s" % (k[3:], fmt(t.med(case, "thin", k), 0)) for k in reused)))
+                  "" if reused is None else "; %s slots were reused (`thin_reused`), "
+                  "each a discard never sent" % fmt(reused, 0)))
 
 
 def report_datapath(t, out, targets):
