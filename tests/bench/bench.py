@@ -563,9 +563,9 @@ def report_datapath(t, out, targets):
         "The same prefilled file served by `nbdkit file` and by discardcache "
         "(`backend=FILE`); no TRIMs; the file is synced between runs, and the "
         "contenders swap places every run. × is discardcache to nbdkit file, as in "
-        "section 1. *thin* is discardcache `thin=on slot=64K` with a fresh map each run, "
-        "filled through it first (1 MiB sequential writes) so that its reads reach the "
-        "file as the others' do.")):
+        "section 1. *thin* is discardcache `thin=on slot=64K` on one map, filled through "
+        "it once before the first run (1 MiB sequential writes) so that its reads reach "
+        "the file as the others' do, and kept from run to run.")):
         return
     thin = "thin" in t.contenders
     rows = []
@@ -785,7 +785,7 @@ def report(args):
         "straight to the device, what users run today. *discardcache*: default keys "
         "(delay=30s, idle=200ms). *discardcache passthrough=true*: our own overhead "
         "without the cache. *discardcache thin=on*: thin mode (`thin=on slot=64K "
-        "meta=FILE`, a fresh map each run), where the build has it (this run: %s). *discardfuse* "
+        "meta=FILE`, a fresh map each run; in section 3 one map kept from run to run), where the build has it (this run: %s). *discardfuse* "
         "(filesystem rows): the FUSE front-end with default keys in place of nbdkit + "
         "nbdfuse, and *no discard (discardfuse)* the same without `-o discard`. "
         "The final flush of nbdkit discardcache is timed as `discardctl flush --wait` "

@@ -99,7 +99,8 @@ bench_device ()
 #   dc         nbdkit discardcache, default keys
 #   dc-pt      nbdkit discardcache passthrough=true: our overhead alone
 #   thin       nbdkit discardcache thin=on slot=64K meta=DIR/NAME.meta
-#              (issue 8); only where bench_thin_probe found it built
+#              (issue 8); only where bench_thin_probe found it built.  A
+#              fresh map each start, unless BENCH_KEEP_META=yes
 #   fuse       discardfuse (default keys) instead of nbdkit + nbdfuse: the
 #              filesystem rows only; it mounts DIR/stack/fuse itself
 #   fuse-nodiscard  the same, XFS mounted without -o discard
@@ -130,7 +131,8 @@ bench_contender ()
     dc-pt)
         bench_start "$name" "${dc[@]}" passthrough=true "$@" ;;
     thin)
-        rm -f "$BENCH_DIR/$name.meta"
+        # A fresh map, unless the caller keeps one (BENCH_KEEP_META=yes).
+        [ "${BENCH_KEEP_META:-}" = yes ] || rm -f "$BENCH_DIR/$name.meta"
         bench_start "$name" "${dc[@]}" thin=on slot=64K meta="$BENCH_DIR/$name.meta" "$@" ;;
     fuse|fuse-nodiscard)
         bench_fuse "$name" "$BENCH_DIR/stack/fuse" backend="$backend" \
