@@ -25,6 +25,9 @@ const char engine_config_help[] =
   "max-discard=auto|SIZE    Largest discard sent to the backend (auto).\n"
   "idle=DURATION            Client quiet time before forwarding (200ms).\n"
   "rate=N                   At most N discards per second, 0 = no limit (0).\n"
+  "budget=DURATION          Pace forwarding by its measured cost: the extra\n"
+  "                         client p99 latency it may cause, also under\n"
+  "                         sustained load; replaces idle and rate (off).\n"
   "max-extents=N            Bound on pending extents (1M).\n"
   "on-full=forward|drop     What to do at max-extents (forward).\n"
   "flush-discards=BOOL      Client FLUSH forwards pending discards (false).\n"
@@ -40,7 +43,7 @@ const char engine_config_help[] =
   "size=SIZE                Thin exported size (the backend's).\n"
   "meta=FILE                Thin mode's map and journal (required).";
 
-const char engine_config_runtime_keys[] = "delay, minlen, idle and rate";
+const char engine_config_runtime_keys[] = "delay, minlen, idle, rate and budget";
 
 /* The largest rate= accepted, in discards per second. */
 #define RATE_MAX 1000000
@@ -309,6 +312,8 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_duration_ms (key, value, &cfg->idle_ms);
   if (strcmp (key, "rate") == 0)
     return parse_count (key, value, RATE_MAX, &cfg->rate);
+  if (strcmp (key, "budget") == 0)
+    return parse_duration_ms (key, value, &cfg->budget_ms);
   if (strcmp (key, "max-extents") == 0)
     return set_max_extents (key, value, &cfg->max_extents);
   if (strcmp (key, "on-full") == 0)
@@ -361,7 +366,8 @@ engine_config_complete (const struct engine_config *cfg)
 bool
 engine_config_key_is_runtime (const char *key)
 {
-  static const char *const keys[] = { "delay", "minlen", "idle", "rate" };
+  static const char *const keys[] = { "delay", "minlen", "idle", "rate",
+                                      "budget" };
 
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strcmp (key, keys[i]) == 0)
@@ -372,7 +378,8 @@ engine_config_key_is_runtime (const char *key)
 const char *
 engine_config_forms (const char *key)
 {
-  if (strcmp (key, "delay") == 0 || strcmp (key, "idle") == 0)
+  if (strcmp (key, "delay") == 0 || strcmp (key, "idle") == 0 ||
+      strcmp (key, "budget") == 0)
     return PARSE_DURATION_FORMS;
   if (strcmp (key, "minlen") == 0)
     return PARSE_SIZE_FORMS;

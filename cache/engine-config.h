@@ -21,6 +21,7 @@ struct engine_config {
   uint64_t max_discard;        /* 0: the backend's maximum discard size */
   uint64_t idle_ms;            /* clients quiet this long before forwarding */
   uint64_t rate;               /* discards per second, 0 = unlimited */
+  uint64_t budget_ms;          /* extra client p99 forwarding may cause; 0: off */
   uint64_t max_extents;        /* memory bound on pending extents */
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */

@@ -15,6 +15,7 @@
 #include "engine-config.h"
 #include "engine.h"
 #include "extmap.h"
+#include "pacing.h"
 
 struct ctl_server;
 struct thin;
@@ -57,6 +58,20 @@ struct engine {
   struct ctl_server *ctl;           /* control socket, NULL if none */
   struct thin *thin;                /* thin=on: the slot map, else NULL */
 
+  /* budget=: what is measured, and what the flusher decided last. */
+  struct pace_meter pace;
+  struct pace_decision pace_last;
+  const char *pace_mode;            /* for the statistics */
+  enum pace_mode pace_adapting;     /* the mode the next window adapts */
+  uint64_t pace_next_ns;            /* earliest next paced discard */
+  uint64_t forced_by_memory;        /* discards sent near max-extents */
+
+  /* Discards being sent, and starts + ends of them: a client request
+   * that saw either change ran beside one.  Updated without the lock.
+   */
+  atomic_uint discards_inflight;
+  atomic_uint_fast64_t discard_events;
+
   /* Idle detection, updated without the lock on every request. */
   atomic_uint active_requests;
   atomic_uint_fast64_t last_request_ms;
@@ -90,6 +105,12 @@ extern bool engine_pick_locked (struct engine *e, uint32_t cutoff,
                                 uint64_t minlen, uint64_t *offset,
                                 uint64_t *length, uint32_t *time);
 
+/* The same, limited to max_length (a multiple of the granularity). */
+extern bool engine_pick_max_locked (struct engine *e, uint32_t cutoff,
+                                    uint64_t minlen, uint64_t max_length,
+                                    uint64_t *offset, uint64_t *length,
+                                    uint32_t *time);
+
 /* Whether [offset, offset+length) overlaps a discard in flight. */
 extern bool engine_overlaps_inflight_locked (const struct engine *e,
                                              uint64_t offset,
@@ -104,6 +125,12 @@ extern void engine_enforce_bound_locked (struct engine *e);
  * anything that changes what the flusher should do signals it.
  */
 extern void engine_sleep_locked (struct engine *e, uint64_t ms);
+
+/* Fill the pacing part of the statistics (flusher.c).  Lock held, and
+ * the pending counts already in st.
+ */
+extern void engine_pace_stats_locked (struct engine *e,
+                                      struct engine_stats *st);
 
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);

@@ -142,6 +142,9 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   e->epoch_ms = engine_now_ms ();
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
+  atomic_init (&e->discards_inflight, 0);
+  atomic_init (&e->discard_events, 0);
+  pace_meter_init (&e->pace, engine_now_ns ());
   if (e->cfg.thin && thin_open (e) == -1)
     goto err_sync;
   /* Before the first request: invariant 4. */
@@ -319,18 +322,40 @@ engine_limits (const struct engine *e)
 }
 
 /* Requests in progress and the end of the last one tell the flusher
- * whether clients are idle.
+ * whether clients are idle.  Data requests (rq not NULL) are also timed
+ * for pacing, split by whether a discard was in flight while they ran.
  */
+struct request {
+  uint64_t start_ns;
+  uint64_t discard_events;
+  bool discard_inflight;
+};
+
 static void
-request_begin (struct engine *e)
+request_begin (struct engine *e, struct request *rq)
 {
   atomic_fetch_add (&e->active_requests, 1);
+  if (rq) {
+    rq->discard_inflight = atomic_load (&e->discards_inflight) > 0;
+    rq->discard_events = atomic_load (&e->discard_events);
+    rq->start_ns = engine_now_ns ();
+  }
 }
 
 static void
-request_end (struct engine *e)
+request_end (struct engine *e, const struct request *rq)
 {
-  atomic_store (&e->last_request_ms, engine_now_ms ());
+  uint64_t now_ns = engine_now_ns ();
+
+  /* In flight at either end, or one started or ended between: the two
+   * counters are not read at one instant, so each end checks both.
+   */
+  if (rq)
+    pace_meter_client (&e->pace, (now_ns - rq->start_ns) / 1000,
+                       rq->discard_inflight ||
+                       atomic_load (&e->discards_inflight) > 0 ||
+                       atomic_load (&e->discard_events) != rq->discard_events);
+  atomic_store (&e->last_request_ms, now_ns / 1000000);
   atomic_fetch_sub (&e->active_requests, 1);
 }
 
@@ -481,11 +506,12 @@ engine_phys_pread (struct engine *e, void *buf, uint32_t count,
                    uint64_t offset)
 {
   struct zero_list z = { .start = offset, .end = offset + count };
+  struct request rq;
   int r;
 
   if (check_range (e, offset, count, false) == -1)
     return -1;
-  request_begin (e);
+  request_begin (e, &rq);
   r = collect_zero_ranges (e, &z);
   if (r == 0)
     r = e->backend->ops->pread (e->backend, buf, count, offset);
@@ -494,7 +520,7 @@ engine_phys_pread (struct engine *e, void *buf, uint32_t count,
       memset ((char *) buf + (z.r[i].start - offset), 0,
               z.r[i].end - z.r[i].start);
   free (z.r);
-  request_end (e);
+  request_end (e, &rq);
   return r;
 }
 
@@ -502,14 +528,15 @@ int
 engine_phys_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
 {
+  struct request rq;
   int r;
 
   if (check_range (e, offset, count, true) == -1)
     return -1;
-  request_begin (e);
+  request_begin (e, &rq);
   cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
   r = e->backend->ops->pwrite (e->backend, buf, count, offset, fua);
-  request_end (e);
+  request_end (e, &rq);
   return r;
 }
 
@@ -517,6 +544,7 @@ int
 engine_phys_zero (struct engine *e, uint64_t offset, uint64_t length,
                   bool may_trim, bool fua, bool fast)
 {
+  struct request rq;
   int r;
 
   if (check_range (e, offset, length, true) == -1)
@@ -525,10 +553,10 @@ engine_phys_zero (struct engine *e, uint64_t offset, uint64_t length,
     errno = EOPNOTSUPP;
     return -1;
   }
-  request_begin (e);
+  request_begin (e, &rq);
   cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
   r = e->backend->ops->zero (e->backend, offset, length, may_trim, fua);
-  request_end (e);
+  request_end (e, &rq);
   return r;
 }
 
@@ -608,7 +636,7 @@ engine_phys_trim (struct engine *e, uint64_t offset, uint64_t length,
 
   if (check_range (e, offset, length, true) == -1)
     return -1;
-  request_begin (e);
+  request_begin (e, NULL);
   pthread_mutex_lock (&e->lock);
   e->stats.trims++;
   e->stats.trim_bytes += length;
@@ -626,7 +654,7 @@ engine_phys_trim (struct engine *e, uint64_t offset, uint64_t length,
     record_trim_locked (e, offset, length);
     pthread_mutex_unlock (&e->lock);
   }
-  request_end (e);
+  request_end (e, NULL);
   return r;
 }
 
@@ -675,11 +703,11 @@ engine_phys_flush (struct engine *e)
 {
   int r;
 
-  request_begin (e);
+  request_begin (e, NULL);
   if (e->cfg.flush_discards)
     engine_drain (e, NULL, NULL);
   r = e->backend->ops->flush (e->backend);
-  request_end (e);
+  request_end (e, NULL);
   return r;
 }
 
@@ -693,9 +721,9 @@ engine_phys_extents (struct engine *e, uint64_t offset, uint64_t length,
     errno = EOPNOTSUPP;
     return -1;
   }
-  request_begin (e);
+  request_begin (e, NULL);
   r = e->backend->ops->extents (e->backend, offset, length, fn, opaque);
-  request_end (e);
+  request_end (e, NULL);
   return r;
 }
 
@@ -796,6 +824,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->granularity = e->granularity;
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
+  engine_pace_stats_locked (e, st);
   pthread_mutex_unlock (&e->lock);
   if (e->thin)
     thin_get_stats (e->thin, st);

@@ -70,6 +70,33 @@ struct engine_stats {
   uint64_t thin_journal_bytes;      /* meta file: checkpoint + journal */
   uint64_t thin_checkpoints;        /* checkpoints written */
   uint64_t thin_last_checkpoint;    /* its unix time, 0 if none */
+  /* Measured cost of forwarding, and the pacing (budget=). */
+  uint64_t discard_p50_us_64k;      /* discard latency by size class: */
+  uint64_t discard_p99_us_64k;      /*   up to 64 KiB, */
+  uint64_t discard_p50_us_1m;       /*   up to 1 MiB, */
+  uint64_t discard_p99_us_1m;
+  uint64_t discard_p50_us_16m;      /*   up to 16 MiB, */
+  uint64_t discard_p99_us_16m;
+  uint64_t discard_p50_us_large;    /*   larger */
+  uint64_t discard_p99_us_large;
+  uint64_t client_p99_us;           /* last 2 s, no discard in flight */
+  uint64_t client_p99_discard_us;   /* last 2 s, beside a discard */
+  uint64_t client_p99_all_us;       /* last 2 s, all */
+  uint64_t client_requests_discard; /* last 2 s: requests beside a discard, */
+  uint64_t client_requests;         /*   of all requests */
+  uint64_t model_a_us;              /* fitted cost per command */
+  uint64_t model_b_us_per_gib;      /* fitted cost per byte, per GiB */
+  uint64_t stall_us;                /* client p99 beside - without a discard */
+  uint64_t budget_us;               /* 0: no budget, no pacing */
+  uint64_t pace_bytes_per_s;        /* forwarded in the last second */
+  uint64_t pace_commands_per_s;
+  uint64_t pace_max_len;            /* the flusher's current batch size */
+  uint64_t pace_gap_us;             /* ... and spacing */
+  uint64_t pace_rare_share_ppm;     /* RARE: share of requests beside a discard */
+  uint64_t budget_overruns;         /* 1 s windows whose p99 beat the budget */
+  uint64_t drain_eta_ms;            /* pending bytes at the current pace */
+  uint64_t forced_by_memory;        /* discards sent past the budget, near max-extents */
+  const char *pace_mode;            /* off, probe, fits, rare, idle, memory */
 };
 
 /* Open the backend named in cfg and build an engine around it.  The

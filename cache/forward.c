@@ -102,6 +102,33 @@ drop_after_error_locked (struct engine *e, uint64_t length, int err)
   e->stats.dropped_error_bytes += length;
 }
 
+/* One discard command, timed for the cost model; while it runs, client
+ * requests see discards_inflight and discard_events change.
+ */
+static int
+send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
+{
+  struct backend *b = e->backend;
+  uint64_t t0;
+  int r, err;
+
+  atomic_fetch_add (&e->discard_events, 1);
+  atomic_fetch_add (&e->discards_inflight, 1);
+  t0 = engine_now_ns ();
+  r = b->ops->discard (b, offset, n, fua);
+  err = errno;
+  t0 = engine_now_ns () - t0;
+  atomic_fetch_sub (&e->discards_inflight, 1);
+  atomic_fetch_add (&e->discard_events, 1);
+  if (r == 0) {
+    pthread_mutex_lock (&e->lock);
+    pace_meter_discard (&e->pace, n, t0 / 1000);
+    pthread_mutex_unlock (&e->lock);
+  }
+  errno = err;
+  return r;
+}
+
 /* Send the chunks without the lock, counting the commands and bytes
  * that went out before any error.
  */
@@ -109,13 +136,11 @@ static int
 send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
              uint64_t *commands, uint64_t *sent)
 {
-  struct backend *b = e->backend;
-
   *commands = *sent = 0;
   while (*sent < length) {
     uint64_t n = MIN (length - *sent, e->chunk_limit);
 
-    if (b->ops->discard (b, offset + *sent, n, fua) == -1)
+    if (send_one (e, offset + *sent, n, fua) == -1)
       return -1;
     (*commands)++;
     *sent += n;
@@ -203,6 +228,15 @@ bool
 engine_pick_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
                     uint64_t *offset, uint64_t *length, uint32_t *time)
 {
+  return engine_pick_max_locked (e, cutoff, minlen, e->chunk_limit,
+                                 offset, length, time);
+}
+
+bool
+engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
+                        uint64_t max_length, uint64_t *offset,
+                        uint64_t *length, uint32_t *time)
+{
   struct extent x;
   uint64_t aoff, alen;
 
@@ -218,9 +252,10 @@ engine_pick_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
     policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen);
   }
   /* Several chunks in one pick keep the in-flight list short; the
-   * flusher re-checks idleness between picks, so bound it to one chunk.
+   * flusher re-checks idleness between picks, so bound it to one chunk
+   * (or less: the pacing's batch size).
    */
-  alen = MIN (alen, e->chunk_limit);
+  alen = MIN (alen, MIN (max_length, e->chunk_limit));
   /* Removing a range inside one extent may split it and need a node;
    * on ENOMEM nothing is picked now and the flusher tries again later.
    */

@@ -19,6 +19,8 @@ libengine_la_SOURCES = \
 	cache/engine-internal.h \
 	cache/flusher.c \
 	cache/forward.c \
+	cache/pacing.c \
+	cache/pacing.h \
 	cache/policy.c \
 	cache/policy.h \
 	cache/state.c \

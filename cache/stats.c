@@ -21,7 +21,19 @@
   X (pending_extents) X (pending_bytes) X (subgranule_bytes)\
   X (inflight) X (inflight_bytes) X (write_waits)           \
   X (forward_errors) X (granularity) X (max_discard)        \
-  X (max_extents) X (memory_bytes)
+  X (max_extents) X (memory_bytes)                         \
+  X (discard_p50_us_64k) X (discard_p99_us_64k)             \
+  X (discard_p50_us_1m) X (discard_p99_us_1m)               \
+  X (discard_p50_us_16m) X (discard_p99_us_16m)             \
+  X (discard_p50_us_large) X (discard_p99_us_large)         \
+  X (client_p99_us) X (client_p99_discard_us)               \
+  X (client_p99_all_us)                                     \
+  X (client_requests_discard) X (client_requests)           \
+  X (model_a_us) X (model_b_us_per_gib) X (stall_us)        \
+  X (budget_us) X (pace_bytes_per_s) X (pace_commands_per_s)\
+  X (pace_max_len) X (pace_gap_us) X (pace_rare_share_ppm)  \
+  X (budget_overruns)                                       \
+  X (drain_eta_ms) X (forced_by_memory)
 
 /* Thin mode's, present only with thin=on. */
 #define STATS_THIN_U64(X)                                   \
@@ -42,9 +54,11 @@ stats_write_json (const struct engine_stats *st, FILE *fp)
     STATS_THIN_U64 (JSON_FIELD)
   }
 #undef JSON_FIELD
-  fprintf (fp, ",\"last_error\":%d,\"discard_supported\":%s,\"paused\":%s}\n",
+  fprintf (fp, ",\"last_error\":%d,\"discard_supported\":%s,\"paused\":%s,"
+           "\"pace_mode\":\"%s\"}\n",
            st->last_error, st->discard_supported ? "true" : "false",
-           st->paused ? "true" : "false");
+           st->paused ? "true" : "false",
+           st->pace_mode ? st->pace_mode : "off");
   return ferror (fp) ? -1 : 0;
 }
 
@@ -107,5 +121,8 @@ stats_write_lines (const struct engine_stats *st,
   emit (line, opaque);
   snprintf (line, sizeof line, "%-26s %s", "discard_supported",
             st->discard_supported ? "yes" : "no (backend: TRIM not supported)");
+  emit (line, opaque);
+  snprintf (line, sizeof line, "%-26s %s", "pace_mode",
+            st->pace_mode ? st->pace_mode : "off");
   emit (line, opaque);
 }

@@ -9,6 +9,7 @@ include tests/engine.mk
 include tests/fuse.mk
 include tests/ctl.mk
 include tests/state.mk
+include tests/pacing.mk
 include tests/fuzz.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk

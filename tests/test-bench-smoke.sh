@@ -14,15 +14,20 @@ out=$TESTDIR/docs
 md=$out/benchmarks.md
 [ -s "$md" ] || fail "no $md"
 sections=("## Targets" "## 1. Mixed" "## 3. Data-path" "## 4. Memory" "## 5. Extent map")
+# Thin mode has a row whether it ran or not (then it says why not).
+rows=(discardcache "discardcache thin=on")
 if [ "$(id -u)" -eq 0 ] && [ -c /dev/fuse ] && losetup -f >/dev/null 2>&1 &&
    command -v nbdfuse >/dev/null && command -v fstrim >/dev/null &&
-   command -v mkfs.xfs >/dev/null; then
+   command -v mkfs.xfs >/dev/null && [ -x "$DISCARDFUSE" ]; then
     sections+=("## 2. XFS")
+    rows+=(discardfuse)
 fi
 for s in "${sections[@]}"; do
     grep -qF "$s" "$md" || fail "$md has no section \"$s\""
 done
-grep -q '^| discardcache |' "$md" || fail "$md has no discardcache row"
+for r in "${rows[@]}"; do
+    grep -qF "| $r |" "$md" || fail "$md has no \"$r\" row"
+done
 if command -v gnuplot >/dev/null; then
     for png in bench-latency.png bench-discards.png; do
         [ -s "$out/$png" ] || fail "no plot $out/$png"

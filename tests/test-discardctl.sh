@@ -65,11 +65,11 @@ import re, sys
 helped, typed, seen = set(), {}, set()
 for line in open(sys.argv[1]):
     line = line.rstrip("\n")
-    m = re.match(r"# (HELP|TYPE) (discardcache_[a-z_]+) (.+)$", line)
+    m = re.match(r"# (HELP|TYPE) (discardcache_[a-z0-9_]+) (.+)$", line)
     if m:
         (helped.add if m[1] == "HELP" else lambda n: typed.__setitem__(n, m[3]))(m[2])
         continue
-    m = re.match(r'(discardcache_[a-z_]+)(\{reason="[a-z]+"\})? ([0-9]+)$', line)
+    m = re.match(r'(discardcache_[a-z0-9_]+)(\{[a-z]+="[a-z0-9]+"\})? ([0-9]+)$', line)
     assert m, "bad line: %r" % line
     name = m[1]
     assert name in helped and name in typed, "no HELP/TYPE before " + name

@@ -32,7 +32,7 @@
   "  dump [--json]             pending extents: offset length age_ms\n" \
   "  dump --map [--json]       thin mode's slot map: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
-  "  set KEY=VALUE             change delay, minlen, idle or rate\n" \
+  "  set KEY=VALUE             change delay, minlen, idle, rate or budget\n" \
   "\n" \
   "Options:\n" \
   "  -s, --socket=SOCKET       the server's control socket (default:\n" \

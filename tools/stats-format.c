@@ -83,6 +83,33 @@ print_thin (const struct jf_object *st, FILE *fp)
            get (st, "thin_last_checkpoint"));
 }
 
+/* budget=: what the flusher decided, and what it measured to decide. */
+static void
+print_pacing (const struct jf_object *st, FILE *fp)
+{
+  const char *mode = jf_str (st, "pace_mode");
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  if (get (st, "budget_us") == 0)
+    return;
+  fprintf (fp, ROW "budget %" PRIu64 " us, mode %s, batch %s, gap %" PRIu64 " us\n",
+           "pacing:", get (st, "budget_us"), mode ? mode : "?",
+           human_size (get (st, "pace_max_len"), a), get (st, "pace_gap_us"));
+  fprintf (fp, ROW "%s/s in %" PRIu64 " discards/s, drain in %s\n", "pace:",
+           human_size (get (st, "pace_bytes_per_s"), a),
+           get (st, "pace_commands_per_s"),
+           human_duration (get (st, "drain_eta_ms"), b));
+  fprintf (fp, ROW "%" PRIu64 " us per discard + %" PRIu64 " us per GiB\n",
+           "cost model:", get (st, "model_a_us"), get (st, "model_b_us_per_gib"));
+  fprintf (fp, ROW "p99 %" PRIu64 " us beside a discard, %" PRIu64
+           " us without (stall %" PRIu64 " us)\n", "clients:",
+           get (st, "client_p99_discard_us"), get (st, "client_p99_us"),
+           get (st, "stall_us"));
+  fprintf (fp, ROW "%" PRIu64 " budget overruns, %" PRIu64
+           " discards forced by the memory bound\n", "",
+           get (st, "budget_overruns"), get (st, "forced_by_memory"));
+}
+
 void
 stats_print_table (const struct jf_object *st, FILE *fp)
 {
@@ -124,6 +151,7 @@ stats_print_table (const struct jf_object *st, FILE *fp)
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, "memory_bytes"), a), get (st, "max_extents"));
   print_thin (st, fp);
+  print_pacing (st, fp);
 }
 
 /* One metric per counter, HELP and TYPE once per name (the dropped
@@ -175,6 +203,21 @@ static const struct metric {
   { "thin_journal_bytes", "thin_journal_bytes", NULL, "gauge", "Thin mode: size of the meta file." },
   { "thin_checkpoints", "thin_checkpoints_total", NULL, "counter", "Thin mode: checkpoints written." },
   { "thin_last_checkpoint", "thin_last_checkpoint_seconds", NULL, "gauge", "Thin mode: unix time of the last checkpoint." },
+  { "discard_p99_us_64k", "discard_p99_microseconds", "size=\"64k\"", "gauge", "p99 latency of forwarded discards, by size class." },
+  { "discard_p99_us_1m", "discard_p99_microseconds", "size=\"1m\"", NULL, NULL },
+  { "discard_p99_us_16m", "discard_p99_microseconds", "size=\"16m\"", NULL, NULL },
+  { "discard_p99_us_large", "discard_p99_microseconds", "size=\"large\"", NULL, NULL },
+  { "client_p99_us", "client_p99_microseconds", "discard=\"no\"", "gauge", "p99 latency of client requests over 2 s, by whether a discard was in flight." },
+  { "client_p99_discard_us", "client_p99_microseconds", "discard=\"yes\"", NULL, NULL },
+  { "stall_us", "stall_microseconds", NULL, "gauge", "Client p99 with a discard in flight minus without." },
+  { "model_a_us", "model_a_microseconds", NULL, "gauge", "Fitted discard cost per command." },
+  { "model_b_us_per_gib", "model_b_microseconds_per_gib", NULL, "gauge", "Fitted discard cost per GiB." },
+  { "budget_us", "budget_microseconds", NULL, "gauge", "budget= (0: no pacing)." },
+  { "pace_bytes_per_s", "pace_bytes_per_second", NULL, "gauge", "Bytes forwarded in the last second." },
+  { "pace_commands_per_s", "pace_commands_per_second", NULL, "gauge", "Discards forwarded in the last second." },
+  { "drain_eta_ms", "drain_eta_milliseconds", NULL, "gauge", "Pending bytes at the current pace." },
+  { "budget_overruns", "budget_overruns_total", NULL, "counter", "Seconds whose client p99 beat the budget while discards ran." },
+  { "forced_by_memory", "forced_by_memory_total", NULL, "counter", "Discards forwarded past the budget near max-extents." },
 };
 
 void

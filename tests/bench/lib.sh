@@ -12,7 +12,7 @@ bench_init ()
 {
     BENCH_DIR=$1
     declare -ga _bench_names=()
-    declare -gA _bench_pids=()
+    declare -gA _bench_pids=() _bench_mounts=()
     cleanup_fn bench_stop_all
 }
 
@@ -31,17 +31,27 @@ bench_start ()
     wait_nbdkit -U "$BENCH_DIR/$name.sock" -P "$BENCH_DIR/$name.pid" "$@"
 }
 
-# bench_stop NAME: SIGTERM, wait for the exit (stop_pid fails the run if
-# that takes over 60 s); the seconds it took go to BENCH_STOP_SECS.  For
-# discardcache that is the final flush: engine_stop forwards everything
-# pending before nbdkit exits and writes statsfile=.
+# bench_stop NAME: SIGTERM (a discardfuse server: unmount), wait for the
+# exit (stop_pid fails the run if that takes over 60 s); the seconds it
+# took go to BENCH_STOP_SECS.  discardcache forwards whatever is still
+# pending as it stops, then writes statsfile=.
 bench_stop ()
 {
     local name=$1 t0
     BENCH_STOP_SECS=0
     [ -n "${_bench_pids[$name]:-}" ] || return 0
     t0=$(bench_now)
-    stop_pid "${_bench_pids[$name]}" "nbdkit $name"
+    if [ -n "${_bench_mounts[$name]:-}" ]; then
+        # Not fail: this also runs in the exit hook, which must go on to
+        # stop the other servers; the run's exit status says it.
+        if ! stop_discardfuse "${_bench_mounts[$name]}" "${_bench_pids[$name]}"; then
+            echo "$0: discardfuse $name exited with an error" >&2
+            _cleanup_status=1
+        fi
+        unset "_bench_mounts[$name]"
+    else
+        stop_pid "${_bench_pids[$name]}" "nbdkit $name"
+    fi
     BENCH_STOP_SECS=$(bench_elapsed "$t0")
     unset "_bench_pids[$name]"
 }
@@ -88,74 +98,120 @@ bench_device ()
 #   nbd        nbdkit nbd: every TRIM passed straight to the device
 #   dc         nbdkit discardcache, default keys
 #   dc-pt      nbdkit discardcache passthrough=true: our overhead alone
-#   dc-thin    nbdkit discardcache thin=on (64k slots, the device's size,
-#              a fresh meta file each start)
+#   thin       nbdkit discardcache thin=on slot=64K meta=DIR/NAME.meta
+#              (issue 8); only where bench_thin_probe found it built.  A
+#              fresh map each start, unless BENCH_KEEP_META=yes
+#   fuse       discardfuse (default keys) instead of nbdkit + nbdfuse: the
+#              filesystem rows only; it mounts DIR/stack/fuse itself
+#   fuse-nodiscard  the same, XFS mounted without -o discard
 #   file       nbdkit file FILE (data-path rows: the device is a file)
-#
-# HOOK(discardfuse): a contender "fuse", for the filesystem rows, is the
-# discardfuse mount in front of the device instead of nbdkit + nbdfuse;
-# in fs_run (tests/bench/run), in place of bench_contender + e2e_attach:
-#     mkdir -p "$BENCH_DIR/stack/fuse" "$BENCH_DIR/stack/fs"
-#     E2E_DIR=$BENCH_DIR/stack
-#     start_discardfuse "$BENCH_DIR/stack/fuse" backend="$(bench_uri dev)" \
-#         statsfile="$BENCH_DIR/front.stats.json"
-#     E2E_MKFS_OPTS=-K e2e_mkfs_mount "$BENCH_DIR/stack" discard
-# and, in place of e2e_detach + bench_final_flush, the unmount is the
-# final flush:
-#     umount_if_mounted "$E2E_FS"; detach_loop "$E2E_DEV"
-#     t0=$(bench_now)
-#     stop_discardfuse "$BENCH_DIR/stack/fuse" "$DISCARDFUSE_PID"
-#     BENCH_FLUSH_SECS=$(bench_elapsed "$t0")
-# then add "fuse" to fs_run's list of kinds and a name in bench.py's
-# CONTENDER_NAMES (its statistics are read like dc's: kinds "dc*").
+
+# bench_is_dc KIND: true if KIND runs discardcache's engine (statistics,
+# and a final flush worth timing).
+bench_is_dc () { [[ $1 == dc* || $1 == thin || $1 == fuse* ]]; }
 
 # bench_contender NAME KIND BACKEND [KEYS...]: start contender KIND in
 # front of BACKEND (an NBD URI, or a file for "file"), as server NAME.
-# discardcache writes its statistics to DIR/NAME.stats.json.
+# discardcache writes its statistics to DIR/NAME.stats.json; nbdkit
+# discardcache listens for discardctl on DIR/NAME.ctl.
 bench_contender ()
 {
     local name=$1 kind=$2 backend=$3
     shift 3
-    rm -f "$BENCH_DIR/$name.stats.json"
+    local -a dc=("$PLUGIN" backend="$backend" statsfile="$BENCH_DIR/$name.stats.json"
+                 ctl="$BENCH_DIR/$name.ctl")
+    rm -f "$BENCH_DIR/$name.stats.json" "$BENCH_DIR/$name.ctl" "$BENCH_DIR/$name.before.json"
     case $kind in
     nodiscard|nbd)
         bench_start "$name" nbd uri="$backend" "$@" ;;
     file)
         bench_start "$name" file "$backend" "$@" ;;
     dc|dc-nodiscard)
-        bench_start "$name" "$PLUGIN" backend="$backend" \
-            statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
+        bench_start "$name" "${dc[@]}" "$@" ;;
     dc-pt)
-        bench_start "$name" "$PLUGIN" backend="$backend" \
-            passthrough=true statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
-    dc-thin)
-        rm -f "$BENCH_DIR/$name.meta"
-        bench_start "$name" "$PLUGIN" backend="$backend" thin=on \
-            meta="$BENCH_DIR/$name.meta" statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
+        bench_start "$name" "${dc[@]}" passthrough=true "$@" ;;
+    thin)
+        # A fresh map, unless the caller keeps one (BENCH_KEEP_META=yes).
+        [ "${BENCH_KEEP_META:-}" = yes ] || rm -f "$BENCH_DIR/$name.meta"
+        bench_start "$name" "${dc[@]}" thin=on slot=64K meta="$BENCH_DIR/$name.meta" "$@" ;;
+    fuse|fuse-nodiscard)
+        bench_fuse "$name" "$BENCH_DIR/stack/fuse" backend="$backend" \
+            statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
     *)
         fail "bench_contender: unknown contender $kind" ;;
     esac
+    [[ $kind == fuse* ]] || ! bench_is_dc "$kind" || wait_for_ctl "$BENCH_DIR/$name.ctl"
+}
+
+# bench_fuse NAME MOUNTPOINT KEYS...: discardfuse -f KEYS MOUNTPOINT, kept
+# in the list like the nbdkit servers (start_discardfuse would add an
+# exit hook per run, each holding a pid that may be reused by then).
+bench_fuse ()
+{
+    local name=$1 mnt=$2
+    shift 2
+    mkdir -p "$mnt"
+    "$DISCARDFUSE" -f "$@" "$mnt" &
+    _bench_names+=("$name")
+    _bench_pids[$name]=$!
+    _bench_mounts[$name]=$mnt
+    wait_started "$!" "discardfuse $*" 30 test -e "$mnt/disk"
 }
 
 # bench_final_flush NAME: everything the contender still holds reaches the
-# device; the seconds it took go to BENCH_FLUSH_SECS.  For now by
-# stopping nbdkit (engine_stop forwards everything pending).
-#
-# HOOK(discardctl): to time the flush alone (without nbdkit's own exit,
-# about 0.3-0.5 s here) and read what was pending at the end of the run,
-# start dc contenders with ctl=$BENCH_DIR/NAME.ctl (bench_contender) and
-# do this before bench_stop:
-#     "$DISCARDCTL" -s "$BENCH_DIR/$1.ctl" stats --json >"$BENCH_DIR/$1.before.json"
-#     t0=$(bench_now)
-#     "$DISCARDCTL" -s "$BENCH_DIR/$1.ctl" flush --wait
-#     BENCH_FLUSH_SECS=$(bench_elapsed "$t0")
-# (DISCARDCTL=$abs_top_builddir/tools/discardctl); record would then read
-# pending_bytes from NAME.before.json instead of inferring it from the
-# device log.
+# device, then it stops.  Sets BENCH_FLUSH_SECS (the flush alone; empty
+# for contenders that hold nothing), BENCH_FLUSH_END (wall clock, when it
+# returned), BENCH_STOP_SECS (the stop after it) and BENCH_BEFORE (a file
+# with discardcache's statistics when the client was done, or empty).
+# nbdkit discardcache: `discardctl flush --wait` on its control socket.
+# discardfuse has no control socket: its unmount is the final flush, and
+# MOUNTPOINT/stats the statistics before it.
 bench_final_flush ()
 {
-    bench_stop "$1"
-    BENCH_FLUSH_SECS=$BENCH_STOP_SECS
+    local name=$1 ctl=$BENCH_DIR/$1.ctl t0
+    BENCH_FLUSH_SECS='' BENCH_BEFORE=''
+    if [ -S "$ctl" ]; then
+        BENCH_BEFORE=$BENCH_DIR/$name.before.json
+        "$DISCARDCTL" -s "$ctl" stats --json >"$BENCH_BEFORE" ||
+            fail "discardctl stats --json ($name) failed"
+        t0=$(bench_now)
+        # A flush that never ends is a finding, not a reason to hang.
+        timeout 300 "$DISCARDCTL" -s "$ctl" flush --wait >"$BENCH_DIR/$name.flush.txt" ||
+            fail "discardctl flush --wait ($name) failed: $(cat "$BENCH_DIR/$name.flush.txt")"
+        BENCH_FLUSH_SECS=$(bench_elapsed "$t0")
+        BENCH_FLUSH_END=$(bench_now)
+        bench_stop "$name"
+    elif [ -n "${_bench_mounts[$name]:-}" ]; then
+        BENCH_BEFORE=$BENCH_DIR/$name.before.json
+        cp "${_bench_mounts[$name]}/stats" "$BENCH_BEFORE" ||
+            fail "cannot read the statistics of discardfuse $name"
+        bench_stop "$name"
+        BENCH_FLUSH_SECS=$BENCH_STOP_SECS
+        BENCH_FLUSH_END=$(bench_now)
+    else
+        bench_stop "$name"
+        BENCH_FLUSH_END=$(bench_now)
+    fi
+}
+
+# bench_thin_probe FILE: can the built plugin serve thin=on?  A start
+# attempt, not a look at --dump-plugin: it also catches a thin mode that
+# is built but does not start.  Sets BENCH_THIN to "yes" or to what the
+# thin rows say instead ("not built", or the error).
+bench_thin_probe ()
+{
+    local err=$BENCH_DIR/thin-probe.err
+    truncate -s 64M "$1"
+    rm -f "$1.meta"
+    if timeout 60 "$NBDKIT" -U - --run true "$PLUGIN" backend="$1" ctl=none \
+           thin=on slot=64K meta="$1.meta" >/dev/null 2>"$err"; then
+        BENCH_THIN=yes
+    elif grep -q "unknown parameter 'thin'" "$err"; then
+        BENCH_THIN="not built"
+    else
+        BENCH_THIN="does not start: $(grep -m1 -i error "$err" || head -n 1 "$err")"
+    fi
+    rm -f "$1" "$1.meta"
 }
 
 # ---- clients ----

@@ -9,3 +9,12 @@ CLEANFILES += tests/bench/bench-extmap$(EXEEXT)
 tests_bench_bench_extmap_SOURCES = tests/bench/bench-extmap.c
 tests_bench_bench_extmap_LDADD = libextmap.la
 EXTRA_DIST += tests/bench/run-extmap docs/benchmarks.md
+
+# The pacing benchmark (budget= against fixed pacing under sustained
+# load): its own script and report, docs/benchmarks-pacing.md.
+.PHONY: bench-pacing
+bench: bench-pacing
+bench-pacing: all tests/filters/nbdkit-trimcost-filter.la
+	$(top_srcdir)/tests/bench/pacing '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/pacing tests/bench/pacing-report.py \
+	docs/benchmarks-pacing.md docs/bench-pacing-backlog.png

@@ -6,3 +6,10 @@ tests_filters_nbdkit_enotsup_filter_la_SOURCES = tests/filters/enotsup.c
 tests_filters_nbdkit_enotsup_filter_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS)
 tests_filters_nbdkit_enotsup_filter_la_LDFLAGS = \
 	$(AM_LDFLAGS) -module -avoid-version -shared -rpath /nowhere
+
+# A device model whose trims cost a + b * length (pacing tests, bench).
+check_LTLIBRARIES += tests/filters/nbdkit-trimcost-filter.la
+tests_filters_nbdkit_trimcost_filter_la_SOURCES = tests/filters/trimcost.c
+tests_filters_nbdkit_trimcost_filter_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS)
+tests_filters_nbdkit_trimcost_filter_la_LDFLAGS = \
+	$(AM_LDFLAGS) -module -avoid-version -shared -rpath /nowhere
