@@ -9,7 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JF_MAX_MEMBERS 64
+/* The statistics object is the largest: about 70 members with thin mode
+ * and pacing; room to grow.
+ */
+#define JF_MAX_MEMBERS 128
 
 enum jf_type { JF_NUMBER, JF_STRING, JF_TRUE, JF_FALSE, JF_NULL };
 
