@@ -32,5 +32,7 @@ verify_run full "$fast/full.img" \
 [ "$(verify_result full write_enospc)" -gt 0 ] ||
     fail "full: no write failed with ENOSPC: the pool never ran out"
 verify_expect full thin_enospc -gt 0
-verify_expect full thin_mapped -eq 256
+# Trims go on while the pool is full, and writes take back what they
+# free at once: the pool ends (nearly) full, not exactly full.
+verify_expect full thin_mapped -ge 240
 echo "verify thin: ok ($VERIFY_OPS_TOTAL operations verified)"
