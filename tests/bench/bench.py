@@ -561,12 +561,15 @@ def thin_note(t, case, out):
     parts = []
     for c in ("dc", "nbd"):
         if t.reps(case, c):
-            parts.append("%s for %s (%s)" % (fmt(t.med(case, c, "dev_discards"), 0), cname(c),
-                                             fmt_rel(t.rel(case, "thin", c, "dev_discards"))))
+            parts.append("%s commands, %s MiB for %s (commands %s)"
+                         % (fmt(t.med(case, c, "dev_discards"), 0),
+                            fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1), cname(c),
+                            fmt_rel(t.rel(case, "thin", c, "dev_discards"))))
     reused = t.med(case, "thin", "dc_thin_reused")
-    out.append("Thin mode (`thin=on slot=64K`): the device received %s discard commands "
-               "on the same churn, against %s%s.\n"
-               % (fmt(thin, 0), ", ".join(parts) or "–",
+    out.append("Thin mode (`thin=on slot=64K`): the device received %s discard commands, "
+               "%s MiB, on the same churn, against %s%s.\n"
+               % (fmt(thin, 0), fmt((t.med(case, "thin", "dev_bytes") or 0) / MiB, 1),
+                  "; ".join(parts) or "–",
                   "" if reused is None else "; %s slots were reused (`thin_reused`), "
                   "each a discard never sent" % fmt(reused, 0)))
 
