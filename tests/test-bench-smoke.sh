@@ -9,8 +9,12 @@ requires /usr/bin/python3 --version
 
 mktempdir
 out=$TESTDIR/docs
-"$abs_top_srcdir/tests/bench/run" --smoke --out "$out" "$abs_top_builddir" ||
-    fail "tests/bench/run --smoke failed"
+"$abs_top_srcdir/tests/bench/run" --smoke --out "$out" "$abs_top_builddir" >"$TESTDIR/run.log" 2>&1
+status=$?
+cat "$TESTDIR/run.log"
+[ "$status" -eq 0 ] || fail "tests/bench/run --smoke failed"
+grep -q '^bench: total wall time [0-9]* min [0-9]* s' "$TESTDIR/run.log" ||
+    fail "tests/bench/run did not print its total wall time"
 md=$out/benchmarks.md
 [ -s "$md" ] || fail "no $md"
 sections=("## Targets" "## 1. Mixed" "## 3. Data-path" "## 4. Memory" "## 5. Extent map")

@@ -139,6 +139,13 @@ def record(args):
 # ---------------------------------------------------------------- report
 
 
+def wall_time(meta):
+    """The run's wall time, and each workload's where the run noted it."""
+    took = meta.get("took") or {}
+    parts = ["%s %s s" % (w, took[w]) for w in ("mixed", "fs", "datapath", "memory", "extmap") if w in took]
+    return "%s s%s" % (meta.get("elapsed", "?"), " (%s)" % ", ".join(parts) if parts else "")
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -319,11 +326,13 @@ def report_mixed(t, out, targets):
         "trims 64 KiB blocks at random at a fixed rate (`rate_iops`, queue depth 1), both "
         "over the same 1 GiB, through the contender to the slow-TRIM device. "
         "The two *no discard* rows run the same writes without the trim job: the upper "
-        "bound. "
+        "bound; without TRIMs the device's TRIM delay never applies, so one pair of "
+        "runs a repetition serves every case. "
         "Latencies are fio's completion latencies in ms; a run has only %s TRIMs or so, "
         "so the trim p99 is close to the slowest one, scheduler stalls included. "
         "*TRIMs received* is discardcache's count, or the device's for nbdkit nbd "
-        "(thin mode's row: the discardcache row's count, its own in brackets). "
+        "(thin mode's row: its `thin_trims`, the client's requests; its `trims` "
+        "counts the per-slot trims at backend addresses). "
         "*device discards* and *device MiB* count the Trim commands the device started "
         "(its log), during the run and in the final flush. *pending at end* is what "
         "discardcache still held (pending and in flight, from `discardctl stats`) when fio "
@@ -429,7 +438,8 @@ def report_fs(t, out, targets):
         "discard* rows mount without `-o discard` (fstrim still runs at the end: the "
         "periodic-fstrim set-up). *TRIMs sent* are the TRIMs the filesystem (and fstrim) sent: "
         "discardcache's own count, or the device's where every TRIM is passed through "
-        "(thin mode's row: the discardcache row's count, its own in brackets). "
+        "(thin mode's row: its `thin_trims`, the client's requests; its `trims` "
+        "counts the per-slot trims at backend addresses). "
         "*device discards* are the commands the device started during the churn, during "
         "fstrim and in the final flush (for nbdkit discardcache `discardctl flush --wait` "
         "after the unmount; discardfuse has no control socket, so there it is the "
@@ -498,14 +508,17 @@ def report_fs(t, out, targets):
 def trims_sent(t, case, c):
     """(TRIMs the client sent in C's runs, C's own differing count or
     None): the device's count where every TRIM is passed through, else
-    discardcache's.  Thin mode's trims counter does not count the client's
-    requests one for one (when this was written: 1899 for discardcache's
-    305 on the XFS churn, 440 for 801 in fio's runs), so its rows take
-    discardcache's count from the same case."""
+    discardcache's.  In thin mode `trims` counts the per-slot trims at
+    backend addresses and `thin_trims` the client's requests; results
+    from before `thin_trims` existed take discardcache's count from the
+    same case, with thin mode's own in brackets."""
     if not is_dc(c):
         return t.med(case, c, "dev_discards"), None
-    if c == "thin" and t.reps(case, "dc"):
-        return t.med(case, "dc", "dc_trims"), t.med(case, c, "dc_trims")
+    if c == "thin":
+        if t.med(case, c, "dc_thin_trims") is not None:
+            return t.med(case, c, "dc_thin_trims"), None
+        if t.reps(case, "dc"):
+            return t.med(case, "dc", "dc_trims"), t.med(case, c, "dc_trims")
     return t.med(case, c, "dc_trims"), None
 
 
@@ -548,12 +561,15 @@ def thin_note(t, case, out):
     parts = []
     for c in ("dc", "nbd"):
         if t.reps(case, c):
-            parts.append("%s for %s (%s)" % (fmt(t.med(case, c, "dev_discards"), 0), cname(c),
-                                             fmt_rel(t.rel(case, "thin", c, "dev_discards"))))
+            parts.append("%s commands, %s MiB for %s (commands %s)"
+                         % (fmt(t.med(case, c, "dev_discards"), 0),
+                            fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1), cname(c),
+                            fmt_rel(t.rel(case, "thin", c, "dev_discards"))))
     reused = t.med(case, "thin", "dc_thin_reused")
-    out.append("Thin mode (`thin=on slot=64K`): the device received %s discard commands "
-               "on the same churn, against %s%s.\n"
-               % (fmt(thin, 0), ", ".join(parts) or "–",
+    out.append("Thin mode (`thin=on slot=64K`): the device received %s discard commands, "
+               "%s MiB, on the same churn, against %s%s.\n"
+               % (fmt(thin, 0), fmt((t.med(case, "thin", "dev_bytes") or 0) / MiB, 1),
+                  "; ".join(parts) or "–",
                   "" if reused is None else "; %s slots were reused (`thin_reused`), "
                   "each a discard never sent" % fmt(reused, 0)))
 
@@ -767,7 +783,7 @@ def report(args):
         ["fio", meta["fio"]], ["discardcache", meta["source"]],
         ["mode", meta["mode"]], ["load average at start", meta["loadavg"]],
         ["1-minute load at the start of each run", load_summary(records)],
-        ["wall time of the whole run", "%s s" % meta.get("elapsed", "?")]]))
+        ["wall time of the whole run", wall_time(meta)]]))
     out.append("")
     out.append(
         "**The device.** Unless a section says otherwise: `nbdkit --filter=noparallel "
