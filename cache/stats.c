@@ -21,7 +21,8 @@
   X (pending_extents) X (pending_bytes) X (subgranule_bytes)\
   X (inflight) X (inflight_bytes) X (write_waits)           \
   X (forward_errors) X (granularity) X (max_discard)        \
-  X (max_extents) X (memory_bytes)
+  X (max_extents) X (memory_bytes)                          \
+  X (state_loaded_extents) X (state_loaded_bytes)
 
 int
 stats_write_json (const struct engine_stats *st, FILE *fp)

@@ -129,6 +129,8 @@ static const struct metric {
   { "max_discard", "max_discard_bytes", NULL, "gauge", "Largest discard sent, in bytes." },
   { "max_extents", "max_extents", NULL, "gauge", "Bound on pending extents." },
   { "memory_bytes", "memory_bytes", NULL, "gauge", "Memory held by the extent map." },
+  { "state_loaded_extents", "state_loaded_extents", NULL, "gauge", "Pending extents loaded from the state file at start." },
+  { "state_loaded_bytes", "state_loaded_bytes", NULL, "gauge", "Bytes in the pending extents loaded from the state file at start." },
 };
 
 void
