@@ -92,7 +92,7 @@ dc_kill ()
 # with the plugin keys KEYS (and CRASH_EXTRA_ARGS).
 crash_loop ()
 {
-    local name=$1 keys=$2 round s loaded_before
+    local name=$1 keys=$2 round loaded_before shown
     local -a pkeys common
     read -r -a pkeys <<< "$keys $CRASH_EXTRA_ARGS"
     dir=$TESTDIR/$name
@@ -108,7 +108,14 @@ crash_loop ()
             1) common+=(delay=30ms idle=5ms) ;;
             2) common+=(delay=10s) ;;       # trims stay pending
         esac
+        case $(( round % 5 )) in
+            1) common+=(max-extents=64 on-full=forward) ;;
+            2) common+=(flush-discards=true) ;;
+            3) common+=(granularity=64k) ;;
+        esac
         (( round % 2 )) && common+=(state="$state")
+        shown=${common[*]:1}
+        shown=${shown//$state/FILE}
         local -a vopts=(--seed $(( CRASH_SEED + round )) --ops 0 --seconds 60)
         [ -e "$model" ] && vopts+=(--load-model "$model" --verify-durable)
 
@@ -136,12 +143,12 @@ crash_loop ()
                 --load-model "$model"
             dc_kill "r$round.clean" "$dir/r$round.clean.out"
             dc_verify_done "$dir/r$round.clean.out"
-            echo "round $round: clean stop, $loaded_before extents loaded from the state file, then kill -9"
+            echo "round $round ($shown): clean stop, $loaded_before extents loaded from the state file, then kill -9"
         else
             dc_verify "r$round" "$dir/r$round.out" "${vopts[@]}"
             dc_kill "r$round" "$dir/r$round.out"
             dc_verify_done "$dir/r$round.out"
-            echo "round $round: kill -9 after $(verify_result_of "$dir/r$round.out" ops) operations" \
+            echo "round $round ($shown): kill -9 after $(verify_result_of "$dir/r$round.out" ops) operations" \
                  "($(verify_result_of "$dir/r$round.out" disconnect_errors) commands in flight)"
         fi
         [ ! -e "$state" ] || fail "round $round: a state file exists after kill -9"
