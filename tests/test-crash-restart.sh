@@ -12,7 +12,8 @@
 # no state file left to apply (state_loaded_extents is 0).
 #
 # Environment:
-#   CRASH_ROUNDS=N        rounds (default 20; the long mode: 500)
+#   CRASH_ROUNDS=N        rounds (default 20, 8 in sanitizer builds,
+#                         where VERIFY_SCALE < 100; the long mode: 500)
 #   CRASH_SEED=N          seed of the kill times and the verifier
 #                         (default: from the clock; printed)
 #   CRASH_EXTRA_ARGS="K=V ..."  plugin keys added to every start
@@ -20,7 +21,7 @@ source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/verify-lib.sh"
 requires jq --version
 
-: "${CRASH_ROUNDS:=20}"
+: "${CRASH_ROUNDS:=$(( VERIFY_SCALE >= 100 ? 20 : 8 ))}"
 : "${CRASH_SEED:=$VERIFY_SEED}"
 : "${CRASH_EXTRA_ARGS:=}"
 verify_setup
