@@ -24,4 +24,5 @@ VERIFY_TESTS = \
 	tests/test-backend-reconnect.sh \
 	tests/test-crash-restart.sh
 TESTS += $(VERIFY_TESTS)
-EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh tests/verifier/soak
+EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh tests/verifier/soak \
+	docs/reliability.md
