@@ -25,9 +25,6 @@ requires jq --version
 : "${CRASH_SEED:=$VERIFY_SEED}"
 : "${CRASH_EXTRA_ARGS:=}"
 verify_setup
-CRASH_TOTAL_OPS=0
-CRASH_KILLS=0
-CRASH_ANYTHING=0
 
 # dc_start NAME KEYS...: the plugin with ctl= and KEYS, pid in
 # $dir/NAME.pid; sets LOADED to its state_loaded_extents.
@@ -45,16 +42,21 @@ dc_start ()
 }
 
 # dc_verify NAME OUT VERIFY-OPTIONS...: the verifier against server NAME,
-# in the background (VERIFY_PID), output in OUT.
+# in the background (VERIFY_PID), output in OUT, with discardctl flush
+# and set beside it (not with NO_CTL=1: the flusher then keeps what it
+# has pending, for a state file).
 dc_verify ()
 {
     local name=$1 out=$2 ctl
+    local -a cmds=()
     shift 2
     ctl="$DISCARDCTL -s $dir/$name.ctl"
+    [ -n "${NO_CTL:-}" ] ||
+        cmds=(--ctl-cmd "$ctl flush" --ctl-cmd "$ctl set delay=$(( RANDOM % 50 ))ms"
+              --ctl-cmd "$ctl flush --wait")
     "$VERIFY" --uri "nbd+unix:///?socket=$dir/$name.sock" \
         --until-disconnect --save-model "$model" --cmd-interval 200 \
-        --ctl-cmd "$ctl flush" --ctl-cmd "$ctl set delay=$(( RANDOM % 50 ))ms" \
-        --ctl-cmd "$ctl flush --wait" "$@" > "$out" 2>&1 &
+        "${cmds[@]}" "$@" > "$out" 2>&1 &
     VERIFY_PID=$!
     cleanup_fn stop_pid "$VERIFY_PID" verify
 }
@@ -104,10 +106,12 @@ crash_loop ()
     echo "== crash loop $name: backend=$backend $keys $CRASH_EXTRA_ARGS ($rounds rounds, seed $CRASH_SEED)"
     for (( round = 1; round <= rounds; round++ )); do
         common=(backend="$backend" "${pkeys[@]}")
-        case $(( round % 3 )) in
+        # Rounds that stop cleanly (round % 4 == 3) keep their trims
+        # pending, so that there is a state file to save.
+        case $(( round % 4 == 3 ? 2 : round % 3 )) in
             0) common+=(delay=0 idle=0) ;;
             1) common+=(delay=30ms idle=5ms) ;;
-            2) common+=(delay=10s) ;;       # trims stay pending
+            2) common+=(delay=10s) ;;
         esac
         case $(( round % 5 )) in
             1) common+=(max-extents=64 on-full=forward) ;;
@@ -129,7 +133,7 @@ crash_loop ()
 
         if (( round % 4 == 3 )); then
             # A clean stop with state=: saved, and loaded by the next start.
-            dc_verify "r$round" "$dir/r$round.out" "${vopts[@]}" --ops 3000
+            NO_CTL=1 dc_verify "r$round" "$dir/r$round.out" "${vopts[@]}" --ops 3000
             dc_verify_done "$dir/r$round.out"
             stop_pidfile "$dir/r$round.pid" nbdkit
             [ -s "$state" ] || fail "round $round: no state file after a clean stop"
