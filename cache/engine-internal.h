@@ -157,7 +157,10 @@ extern int engine_phys_zero (struct engine *e, uint64_t offset,
                              bool fast);
 extern int engine_phys_trim (struct engine *e, uint64_t offset,
                              uint64_t length, bool fua);
-extern int engine_phys_flush (struct engine *e);
+/* client_flush: a client's FLUSH, which also forwards what is pending
+ * under flush-discards=true; thin mode's own commits only flush data.
+ */
+extern int engine_phys_flush (struct engine *e, bool client_flush);
 extern int engine_phys_extents (struct engine *e, uint64_t offset,
                                 uint64_t length, backend_extent_fn fn,
                                 void *opaque);

@@ -699,12 +699,12 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
  * its data for lost and shuts down.
  */
 int
-engine_phys_flush (struct engine *e)
+engine_phys_flush (struct engine *e, bool client_flush)
 {
   int r;
 
   request_begin (e, NULL);
-  if (e->cfg.flush_discards)
+  if (client_flush && e->cfg.flush_discards)
     engine_drain (e, NULL, NULL);
   r = e->backend->ops->flush (e->backend);
   request_end (e, NULL);
@@ -866,7 +866,7 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length, bool fua)
 int
 engine_flush (struct engine *e)
 {
-  return e->thin ? thin_flush (e->thin) : engine_phys_flush (e);
+  return e->thin ? thin_flush (e->thin) : engine_phys_flush (e, true);
 }
 
 int

@@ -45,6 +45,8 @@ struct engine_stats {
   uint64_t inflight_bytes;
   uint64_t write_waits;             /* writes that waited for a discard in flight */
   uint64_t forward_errors;          /* discards that failed and stay pending */
+  uint64_t state_loaded_extents;    /* taken from state= at this start */
+  uint64_t state_loaded_bytes;
   int last_error;                   /* errno of the last failed discard, 0 if none */
   bool discard_supported;           /* false once the backend said EOPNOTSUPP */
   bool paused;

@@ -302,6 +302,8 @@ engine_state_load (struct engine *e)
   a.ticks = engine_ticks (e);
   state_decode_extents (buf, &h, apply_one, &a, why, sizeof why);
   e->map_generation++;
+  e->stats.state_loaded_extents = h.count;
+  e->stats.state_loaded_bytes = h.bytes;
   engine_enforce_bound_locked (e);
   pthread_mutex_unlock (&e->lock);
   dc_debug ("state=%s: loaded %" PRIu64 " pending extents (%" PRIu64

@@ -22,6 +22,7 @@
   X (inflight) X (inflight_bytes) X (write_waits)           \
   X (forward_errors) X (granularity) X (max_discard)        \
   X (max_extents) X (memory_bytes)                         \
+  X (state_loaded_extents) X (state_loaded_bytes)           \
   X (discard_p50_us_64k) X (discard_p99_us_64k)             \
   X (discard_p50_us_1m) X (discard_p99_us_1m)               \
   X (discard_p50_us_16m) X (discard_p99_us_16m)             \

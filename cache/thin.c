@@ -241,10 +241,13 @@ checkpoint (struct thin *t)
 
 /* Make every record appended so far durable, after the data they point
  * at: take them, flush the backend, append and fsync them, and only then
- * let the slots they unmapped be reused.
+ * let the slots they unmapped be reused.  client_flush: for a client's
+ * FLUSH, which flush-discards=true also makes forward what is pending;
+ * the other commits (FUA, a full buffer, a slot needed, the clean stop,
+ * whose pending discards state= may keep) only flush data.
  */
 static int
-commit (struct thin *t)
+commit (struct thin *t, bool client_flush)
 {
   CLEANUP_FREE unsigned char *records = NULL;
   size_t len;
@@ -264,7 +267,7 @@ commit (struct thin *t)
     errno = ENOMEM;
     return -1;
   }
-  r = engine_phys_flush (t->e);
+  r = engine_phys_flush (t->e, client_flush);
   if (r == 0 && len > 0 &&
       (write_all (t->fd, records, len, t->journal_end) == -1 ||
        fdatasync (t->fd) == -1)) {
@@ -462,7 +465,7 @@ alloc_locked (struct thin *t, uint64_t l, bool *reused)
       return THIN_UNMAPPED;
     }
     pthread_mutex_unlock (&t->lock);
-    r = commit (t);
+    r = commit (t, false);
     pthread_mutex_lock (&t->lock);
     if (r == -1)
       return THIN_UNMAPPED;
@@ -574,7 +577,7 @@ commit_if_needed (struct thin *t, bool fua)
   needed = (fua && t->durable_seq + 1 < t->next_seq) ||
            t->buflen >= BUFFER_LIMIT;
   pthread_mutex_unlock (&t->lock);
-  return needed ? commit (t) : 0;
+  return needed ? commit (t, false) : 0;
 }
 
 /* A run of mapped slots in one backend write; an unmapped slot alone
@@ -745,7 +748,7 @@ thin_trim (struct thin *t, uint64_t offset, uint64_t length, bool fua)
 int
 thin_flush (struct thin *t)
 {
-  return commit (t);
+  return commit (t, true);
 }
 
 /* Extents: unmapped slots are holes that read as zeros, mapped ones
@@ -1067,7 +1070,7 @@ thin_close (struct engine *e)
 
   if (t == NULL)
     return;
-  if (!t->read_only && commit (t) == 0) {
+  if (!t->read_only && commit (t, false) == 0) {
     pthread_mutex_lock (&t->commit_lock);
     checkpoint (t);
     pthread_mutex_unlock (&t->commit_lock);

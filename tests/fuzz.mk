@@ -35,6 +35,7 @@ EXTRA_DIST += \
 	tests/fuzz/corpus-extmap \
 	tests/fuzz/corpus-thin \
 	tests/fuzz/ctl-proto.options \
+	tests/fuzz/ctl-proto.ignorelist \
 	tests/fuzz/state.options \
 	tests/fuzz/extmap.options \
 	tests/fuzz/thin.options \
@@ -52,9 +53,11 @@ check_SCRIPTS = tests/fuzz/fuzz-ctl-proto tests/fuzz/fuzz-state \
 	tests/fuzz/fuzz-extmap tests/fuzz/fuzz-thin
 CLEANFILES += $(check_SCRIPTS)
 
-tests/fuzz/fuzz-ctl-proto: $(fuzz_ctl_proto_sources) config.h
-	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ \
-	  $(addprefix $(srcdir)/,$(fuzz_ctl_proto_sources))
+tests/fuzz/fuzz-ctl-proto: $(fuzz_ctl_proto_sources) \
+	  tests/fuzz/ctl-proto.ignorelist config.h
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \
+	  -fsanitize-coverage-ignorelist=$(srcdir)/tests/fuzz/ctl-proto.ignorelist \
+	  -o $@ $(addprefix $(srcdir)/,$(fuzz_ctl_proto_sources))
 
 tests/fuzz/fuzz-state: $(fuzz_state_sources) config.h
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \

@@ -139,6 +139,8 @@ diff "$dir/a.pending" "$dir/b.pending" || fail "the pending set changed across a
     fail "loaded extents kept their old age"
 stop_dc b
 [ -s "$state" ] || fail "no state file after the second clean stop"
+[ "$(json_get "$dir/b.json" state_loaded_extents)" -eq 41 ] ||
+    fail "stats: state_loaded_extents is not 41 after a load"
 
 # 2. Loaded extents are forwarded like any other (delay=0 here).
 start_dc c delay=0 idle=0
@@ -160,6 +162,8 @@ start_dc k2 delay=0 idle=0
 pending k2
 [ ! -s "$dir/k2.pending" ] || fail "extents replayed after kill -9"
 stop_dc k2
+[ "$(json_get "$dir/k2.json" state_loaded_extents)" -eq 0 ] ||
+    fail "stats: state_loaded_extents is not 0 after kill -9"
 intact || fail "data discarded after kill -9 and restart"
 
 # 4. Refused files.

@@ -189,6 +189,8 @@ static const struct metric {
   { "max_discard", "max_discard_bytes", NULL, "gauge", "Largest discard sent, in bytes." },
   { "max_extents", "max_extents", NULL, "gauge", "Bound on pending extents." },
   { "memory_bytes", "memory_bytes", NULL, "gauge", "Memory held by the extent map." },
+  { "state_loaded_extents", "state_loaded_extents", NULL, "gauge", "Pending extents loaded from the state file at start." },
+  { "state_loaded_bytes", "state_loaded_bytes", NULL, "gauge", "Bytes in the pending extents loaded from the state file at start." },
   { "thin_slots", "thin_slots", NULL, "gauge", "Thin mode: physical slots in the pool." },
   { "thin_trims", "thin_trims_total", NULL, "counter", "Thin mode: TRIM requests received from the client." },
   { "thin_trim_bytes", "thin_trim_bytes_total", NULL, "counter", "Thin mode: bytes in the client's TRIM requests." },

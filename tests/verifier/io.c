@@ -28,6 +28,7 @@
 struct conn {
   struct nbd_handle *nbd;
   unsigned inflight;
+  bool dead;                    /* the server went away (until_disconnect) */
 };
 
 struct op {
@@ -89,7 +90,7 @@ conn_with_room (struct verifier *v)
   for (unsigned k = 0; k < v->nconns; k++) {
     struct conn *c = &v->conns[(v->next_conn + k) % v->nconns];
 
-    if (c->inflight < v->opt.depth) {
+    if (c->inflight < v->opt.depth && !c->dead && !v->disconnected) {
       v->next_conn = (v->next_conn + k + 1) % v->nconns;
       return c;
     }
@@ -100,8 +101,10 @@ conn_with_room (struct verifier *v)
 bool
 io_has_room (struct verifier *v)
 {
+  if (v->disconnected)
+    return false;
   for (unsigned k = 0; k < v->nconns; k++)
-    if (v->conns[k].inflight < v->opt.depth)
+    if (v->conns[k].inflight < v->opt.depth && !v->conns[k].dead)
       return true;
   return false;
 }
@@ -113,9 +116,23 @@ set_busy (struct verifier *v, const struct op *op, bool busy)
     v->model.blk[i].busy = busy;
 }
 
+/* The errors of commands on a connection whose server died. */
+static bool
+disconnect_error (int err)
+{
+  return err == ENOTCONN || err == ECONNRESET || err == EPIPE ||
+         err == ESHUTDOWN;
+}
+
 static void
 record_error (struct verifier *v, const struct op *op, int err)
 {
+  if (v->opt.until_disconnect && disconnect_error (err)) {
+    /* Such a command may or may not have run: the model says so. */
+    v->disconnected = true;
+    v->disconnect_errors++;
+    return;
+  }
   v->errors[op->type][MIN (err, ERRNO_SLOTS - 1)]++;
   if (v->opt.expect_errors ||
       (v->opt.allow_enospc && op->type == OP_WRITE && err == ENOSPC))
@@ -132,10 +149,14 @@ check_read (struct verifier *v, const struct op *op)
     FILE *fp = v->mismatches < MISMATCHES_SHOWN ? stderr : NULL;
 
     if (!model_check_block (&v->model, op->first + i,
-                            op->buf + i * BLOCK_SIZE, v->opt.only_durable,
-                            fp)) {
+                            op->buf + i * BLOCK_SIZE, v->crash_check, fp)) {
       v->mismatches++;
       v->failed = true;
+    }
+    if (v->crash_check) {
+      if (!model_crash_checkable (&v->model, op->first + i))
+        v->crash_anything++;
+      model_adopt_block (&v->model, op->first + i, op->buf + i * BLOCK_SIZE);
     }
   }
   v->blocks_checked += op->n;
@@ -275,6 +296,11 @@ io_issue (struct verifier *v, const struct op_choice *ch)
              nbd_get_error ());
     c->inflight--;
     v->inflight--;
+    if (v->opt.until_disconnect && nbd_aio_is_dead (c->nbd)) {
+      c->dead = true;           /* it never reached a live server */
+      v->disconnected = true;
+      return 0;
+    }
     return -1;
   }
   if (ch->type != OP_CHECK)
@@ -299,7 +325,11 @@ notify (struct verifier *v, unsigned i, short revents)
   if (r == -1 || nbd_aio_is_dead (nbd) || nbd_aio_is_closed (nbd)) {
     fprintf (stderr, "verify: connection %u: %s\n", i,
              r == -1 ? nbd_get_error () : "the server closed it");
-    return -1;
+    if (!v->opt.until_disconnect)
+      return -1;
+    /* libnbd has failed its commands in flight (ENOTCONN). */
+    v->conns[i].dead = true;
+    v->disconnected = true;
   }
   return 0;
 }
@@ -312,7 +342,8 @@ io_poll (struct verifier *v, int timeout_ms)
   for (unsigned i = 0; i < v->nconns; i++) {
     unsigned dir = nbd_aio_get_direction (v->conns[i].nbd);
 
-    fds[i].fd = nbd_aio_get_fd (v->conns[i].nbd);
+    /* poll ignores a negative fd: a dead connection's. */
+    fds[i].fd = v->conns[i].dead ? -1 : nbd_aio_get_fd (v->conns[i].nbd);
     fds[i].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
                     ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
     fds[i].revents = 0;
@@ -329,6 +360,15 @@ io_poll (struct verifier *v, int timeout_ms)
   return 0;
 }
 
+static bool
+all_dead (const struct verifier *v)
+{
+  for (unsigned i = 0; i < v->nconns; i++)
+    if (!v->conns[i].dead)
+      return false;
+  return true;
+}
+
 int
 io_drain (struct verifier *v)
 {
@@ -338,6 +378,11 @@ io_drain (struct verifier *v)
   while (v->inflight > 0) {
     if (io_poll (v, 1000) == -1)
       return -1;
+    if (v->disconnected && all_dead (v) && v->inflight > 0) {
+      fprintf (stderr, "verify: %u commands never completed on the dead "
+               "connections\n", v->inflight);
+      return -1;
+    }
     if (v->inflight != before) {
       before = v->inflight;
       last_progress = time (NULL);
@@ -358,7 +403,7 @@ io_check_all (struct verifier *v)
 
   if (io_drain (v) == -1)
     return -1;
-  while (next < nblocks) {
+  while (next < nblocks && !v->disconnected) {
     while (next < nblocks && io_has_room (v)) {
       uint64_t n = MIN (CHECK_BLOCKS, nblocks - next);
       struct op_choice ch = {

@@ -22,6 +22,8 @@ VERIFY_TESTS = \
 	tests/test-verify-passthrough.sh \
 	tests/test-verify-thin.sh \
 	tests/test-faults.sh \
-	tests/test-backend-reconnect.sh
+	tests/test-backend-reconnect.sh \
+	tests/test-crash-restart.sh
 TESTS += $(VERIFY_TESTS)
-EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh tests/verifier/soak
+EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh tests/verifier/soak \
+	docs/reliability.md

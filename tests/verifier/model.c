@@ -86,29 +86,121 @@ add_event (struct blk *b, uint64_t seq, enum op_type type, uint32_t version,
   b->nhist = b->nhist + 1 >= 2 * HISTORY ? HISTORY : b->nhist + 1;
 }
 
+/* A block's content as the model sees it: the current one, or the
+ * durable one.
+ */
+struct state {
+  uint32_t version;
+  uint8_t kind;
+  bool may_zero;
+};
+
 /* The state after one operation on one block. */
 static void
-apply (struct blk *b, enum op_type type, uint32_t version, int err)
+apply (struct state *s, enum op_type type, uint32_t version, int err)
 {
   switch (type) {
   case OP_WRITE:
   case OP_ZERO:
     if (err) {
-      b->kind = BLK_UNKNOWN;    /* a failed write may have done part */
+      s->kind = BLK_UNKNOWN;    /* a failed write may have done part */
       return;
     }
-    b->kind = BLK_DATA;
-    b->version = type == OP_WRITE ? version : 0;
-    b->may_zero = false;
+    s->kind = BLK_DATA;
+    s->version = type == OP_WRITE ? version : 0;
+    s->may_zero = false;
     return;
   case OP_TRIM:
     /* Failed or not, a trim may have reached the store. */
-    if (b->kind == BLK_DATA && b->version != 0)
-      b->may_zero = true;
+    if (s->kind == BLK_DATA && s->version != 0)
+      s->may_zero = true;
     return;
   default:
     return;
   }
+}
+
+static struct state
+current_state (const struct blk *b)
+{
+  return (struct state) { b->version, b->kind, b->may_zero };
+}
+
+static void
+set_current (struct blk *b, struct state s)
+{
+  b->version = s.version;
+  b->kind = s.kind;
+  b->may_zero = s.may_zero;
+}
+
+/* Everything the block went through is durable: its current state is. */
+static void
+make_durable (struct blk *b)
+{
+  b->d_version = b->version;
+  b->d_kind = b->kind;
+  b->d_may_zero = b->may_zero;
+  b->nafter = 0;
+  b->after_overflow = false;
+}
+
+/* The durable state as of durable_seq: the saved one with the changes
+ * completed before durable_seq applied; *first_later is the index of the
+ * first change after it.  False if the block lost track (too many
+ * changes since its durable state).
+ */
+static bool
+durable_state (const struct blk *b, uint64_t durable_seq, struct state *d,
+               unsigned *first_later)
+{
+  unsigned i = 0;
+
+  if (b->changed_seq <= durable_seq) {
+    *d = current_state (b);
+    *first_later = b->nafter;
+    return true;
+  }
+  if (b->after_overflow)
+    return false;
+  *d = (struct state) { b->d_version, b->d_kind, b->d_may_zero };
+  for (; i < b->nafter && b->after[i].seq <= durable_seq; i++)
+    apply (d, b->after[i].type, b->after[i].version, b->after[i].err);
+  *first_later = i;
+  return true;
+}
+
+/* Fold the changes that became durable into the durable state. */
+static void
+fold_durable (struct blk *b, uint64_t durable_seq)
+{
+  struct state d;
+  unsigned k;
+
+  if (!durable_state (b, durable_seq, &d, &k))
+    return;
+  if (k == b->nafter) {
+    make_durable (b);
+    return;
+  }
+  b->d_version = d.version;
+  b->d_kind = d.kind;
+  b->d_may_zero = d.may_zero;
+  memmove (b->after, b->after + k, (b->nafter - k) * sizeof b->after[0]);
+  b->nafter -= k;
+}
+
+/* Record a change for the crash check (before it enters the state). */
+static void
+note_change (struct model *m, struct blk *b, const struct blk_event *ev)
+{
+  fold_durable (b, m->durable_seq);
+  if (ev->fua && !ev->err)
+    return;                     /* the caller makes it durable */
+  if (b->nafter == AFTER_DURABLE)
+    b->after_overflow = true;
+  else
+    b->after[b->nafter++] = *ev;
 }
 
 void
@@ -123,8 +215,20 @@ model_complete (struct model *m, enum op_type type, uint64_t first,
 
     add_event (b, seq, type, v, fua, err);
     if (type == OP_WRITE || type == OP_ZERO || type == OP_TRIM) {
-      apply (b, type, v, err);
+      struct state s = current_state (b);
+      struct blk_event ev = {
+        .seq = seq, .version = v, .type = type, .fua = fua, .err = err,
+      };
+
+      note_change (m, b, &ev);
+      apply (&s, type, v, err);
+      set_current (b, s);
       b->changed_seq = seq;
+      /* A completed FUA command is durable, and nothing before it on
+       * this block can land after it.
+       */
+      if (fua && !err)
+        make_durable (b);
     }
   }
 }
@@ -137,11 +241,11 @@ model_flushed (struct model *m, uint64_t issued_at)
 }
 
 void
-model_forget_volatile (struct model *m)
+model_all_durable (struct model *m)
 {
+  m->durable_seq = m->seq;
   for (uint64_t i = 0; i < m->nblocks; i++)
-    if (m->blk[i].changed_seq > m->durable_seq)
-      m->blk[i].kind = BLK_UNKNOWN;
+    make_durable (&m->blk[i]);
 }
 
 static bool
@@ -186,61 +290,176 @@ print_history (const struct blk *b, FILE *fp)
   }
 }
 
+/* What a block may hold: some versions (0 = the zero block), and zeros
+ * in any sector when zeros_ok.
+ */
+struct allowed {
+  bool anything;
+  bool zeros_ok;
+  unsigned n;
+  uint32_t version[1 + AFTER_DURABLE];
+};
+
 static void
-print_expected (const struct blk *b, FILE *fp)
+allow_state (struct allowed *a, struct state s)
 {
-  if (b->kind == BLK_UNKNOWN)
-    fprintf (fp, "anything");
-  else if (b->version == 0)
+  if (s.kind == BLK_UNKNOWN)
+    a->anything = true;
+  else if (s.version == 0)
+    a->zeros_ok = true;
+  else {
+    a->version[a->n++] = s.version;
+    a->zeros_ok |= s.may_zero;
+  }
+}
+
+/* Now, or (after_crash) after a crash: the durable state or any change
+ * since, each sector on its own (a write in flight may have landed in
+ * part).
+ */
+static void
+allowed_contents (const struct model *m, const struct blk *b, bool after_crash,
+                  struct allowed *a)
+{
+  struct state d;
+  unsigned k;
+
+  *a = (struct allowed) { .n = 0 };
+  if (!after_crash) {
+    allow_state (a, current_state (b));
+    return;
+  }
+  if (!durable_state (b, m->durable_seq, &d, &k)) {
+    a->anything = true;
+    return;
+  }
+  allow_state (a, d);
+  for (; k < b->nafter; k++) {
+    const struct blk_event *ev = &b->after[k];
+
+    if (ev->type == OP_WRITE)
+      a->version[a->n++] = ev->version;
+    else
+      a->zeros_ok = true;       /* a zero, or a trim that may have run */
+  }
+}
+
+static bool
+sector_allowed (const struct allowed *a, uint64_t block, unsigned s,
+                const uint64_t *g)
+{
+  uint64_t want[WORDS_PER_SECTOR];
+
+  if (is_zero (g, SECTOR_SIZE))
+    return a->zeros_ok;
+  for (unsigned i = 0; i < a->n; i++) {
+    if ((uint32_t) g[0] != a->version[i])
+      continue;
+    sector_fill (want, block, s, a->version[i]);
+    if (memcmp (g, want, SECTOR_SIZE) == 0)
+      return true;
+  }
+  return false;
+}
+
+static void
+print_expected (const struct allowed *a, FILE *fp)
+{
+  if (a->n == 0)
     fprintf (fp, "zeros");
-  else
-    fprintf (fp, "version %" PRIu32 "%s", b->version,
-             b->may_zero ? " or zeros (trimmed since)" : "");
+  for (unsigned i = 0; i < a->n; i++)
+    fprintf (fp, "%sversion %" PRIu32, i ? " or " : "", a->version[i]);
+  if (a->n && a->zeros_ok)
+    fprintf (fp, " or zeros (trimmed since)");
 }
 
 bool
 model_check_block (const struct model *m, uint64_t block, const void *buf,
-                   bool only_durable, FILE *fp)
+                   bool after_crash, FILE *fp)
 {
   const struct blk *b = &m->blk[block];
-  uint64_t want[WORDS_PER_SECTOR];
   const uint64_t *got = buf;
+  struct allowed a;
   char found[128];
 
-  if (b->kind == BLK_UNKNOWN ||
-      (only_durable && b->changed_seq > m->durable_seq))
+  allowed_contents (m, b, after_crash, &a);
+  if (a.anything)
     return true;
   for (unsigned s = 0; s < SECTORS; s++) {
     const uint64_t *g = got + s * WORDS_PER_SECTOR;
 
-    if (b->version == 0) {
-      if (is_zero (g, SECTOR_SIZE))
-        continue;
-    }
-    else {
-      sector_fill (want, block, s, b->version);
-      if (memcmp (g, want, SECTOR_SIZE) == 0 ||
-          (b->may_zero && is_zero (g, SECTOR_SIZE)))
-        continue;
-    }
+    if (sector_allowed (&a, block, s, g))
+      continue;
     if (fp == NULL)
       return false;
     describe_sector (g, found, sizeof found);
     fprintf (fp, "MISMATCH: block %" PRIu64 " (offset %" PRIu64 ") sector %u:"
              " expected ", block, block * BLOCK_SIZE, s);
-    print_expected (b, fp);
-    fprintf (fp, ", found %s\n", found);
+    print_expected (&a, fp);
+    fprintf (fp, ", found %s%s\n", found,
+             after_crash ? " (after a crash: the durable content or a later"
+             " one)" : "");
     print_history (b, fp);
     return false;
   }
   return true;
 }
 
+/* The version of a sector that holds the pattern of this block and
+ * sector, 0 for zeros, -1 for anything else.
+ */
+static int64_t
+sector_version (uint64_t block, unsigned s, const uint64_t *g)
+{
+  uint64_t want[WORDS_PER_SECTOR];
+
+  if (is_zero (g, SECTOR_SIZE))
+    return 0;
+  if (g[0] >> 32 != PATTERN_MAGIC || (uint32_t) g[0] == 0)
+    return -1;
+  sector_fill (want, block, s, (uint32_t) g[0]);
+  return memcmp (g, want, SECTOR_SIZE) == 0 ? (int64_t) (uint32_t) g[0] : -1;
+}
+
+bool
+model_crash_checkable (const struct model *m, uint64_t block)
+{
+  struct allowed a;
+
+  allowed_contents (m, &m->blk[block], true, &a);
+  return !a.anything;
+}
+
+void
+model_adopt_block (struct model *m, uint64_t block, const void *buf)
+{
+  struct blk *b = &m->blk[block];
+  struct state st = { .version = 0, .kind = BLK_DATA, .may_zero = false };
+  const uint64_t *got = buf;
+  bool zeros = false;
+
+  for (unsigned s = 0; s < SECTORS; s++) {
+    int64_t v = sector_version (block, s, got + s * WORDS_PER_SECTOR);
+
+    if (v == 0)
+      zeros = true;
+    else if (v < 0 || (st.version && st.version != (uint32_t) v)) {
+      st.kind = BLK_UNKNOWN;    /* torn between versions: until rewritten */
+      break;
+    }
+    else
+      st.version = v;
+  }
+  st.may_zero = st.version && zeros;
+  set_current (b, st);
+  make_durable (b);
+}
+
 /* The saved form is the block array as it is in memory (the same
  * program reads it back, on the same machine), history included, so a
  * mismatch found after a restart still shows how the block got there.
  */
-static const char model_magic[8] = "DCVMOD2";
+static const char model_magic[8] = "DCVMOD3";
 
 int
 model_save (const struct model *m, const char *path)

@@ -16,9 +16,15 @@
  * operation completes, and the order of completions is the order of
  * effects.
  *
- * For a crash loop (the state file issue), each block also remembers
- * the completion sequence number of its last change; a block changed
- * before a flush was issued, whose flush completed, is "durable".
+ * For the crash loop (kill -9 of the server), each block also keeps
+ * its durable state, the state as of the last completed flush (a change
+ * completed before the flush was issued is durable once the flush
+ * completes; so is a completed FUA command), and the operations after
+ * it, completed or failed: after a crash, each sector may hold the
+ * durable content or the content of any of those operations (a trim
+ * or zero among them allows zeros).  A failed command is one that may
+ * or may not have run: a server killed with commands in flight fails
+ * them all.
  */
 #ifndef DISCARDCACHE_VERIFY_MODEL_H
 #define DISCARDCACHE_VERIFY_MODEL_H
@@ -30,6 +36,7 @@
 #define BLOCK_SIZE 4096
 #define SECTOR_SIZE 512
 #define HISTORY 6               /* operations remembered per block */
+#define AFTER_DURABLE 8         /* operations kept after the durable state */
 
 enum op_type { OP_WRITE, OP_TRIM, OP_ZERO, OP_FLUSH, OP_READ, OP_CHECK,
                OP_TYPES };
@@ -53,6 +60,16 @@ struct blk {
   uint8_t nhist;                /* events in hist[], at most HISTORY */
   uint64_t changed_seq;         /* completion number of its last change */
   struct blk_event hist[HISTORY]; /* ring, hist[(nhist-1) % HISTORY] newest */
+  /* The durable state (version, kind, may_zero as above) ... */
+  uint32_t d_version;
+  uint8_t d_kind;
+  bool d_may_zero;
+  /* ... and the changes since, oldest first; after too many of them
+   * the block may hold anything after a crash.
+   */
+  bool after_overflow;
+  uint8_t nafter;
+  struct blk_event after[AFTER_DURABLE];
 };
 
 struct model {
@@ -85,15 +102,25 @@ extern void model_flushed (struct model *m, uint64_t issued_at);
 /* Check one block's content.  Returns true if it is allowed; otherwise
  * describes the mismatch (what was found, the block's history) on fp
  * unless fp is NULL.
- * only_durable skips blocks changed after the last completed flush.
+ * after_crash: check against what may be there after a crash of the
+ * server (the durable state or any change since, see above).
  */
 extern bool model_check_block (const struct model *m, uint64_t block,
-                               const void *buf, bool only_durable, FILE *fp);
+                               const void *buf, bool after_crash, FILE *fp);
 
-/* After a crash check (only durable blocks checked), the others may
- * hold any of their past contents: they become UNKNOWN until written.
+/* Whether a crash check of the block can fail at all: false if it may
+ * hold anything (UNKNOWN, or too many changes since it was durable).
  */
-extern void model_forget_volatile (struct model *m);
+extern bool model_crash_checkable (const struct model *m, uint64_t block);
+
+/* After a crash check, the block holds what was found: that becomes
+ * its state (UNKNOWN if its sectors hold different versions), durable.
+ */
+extern void model_adopt_block (struct model *m, uint64_t block,
+                               const void *buf);
+
+/* Once every block is adopted: all of it is the durable state. */
+extern void model_all_durable (struct model *m);
 
 /* Save and load the model (the blocks' states only), so a later run
  * (after a restart of the server) can check the disk.

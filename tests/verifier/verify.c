@@ -6,6 +6,8 @@
  *
  *   verify --uri URI [--ops N | --seconds S] [--seed N] ...
  *   verify --uri URI --load-model FILE --verify-only
+ *   verify --uri URI [--load-model FILE --verify-durable] --until-disconnect
+ *          --save-model FILE ...      (the crash loop: tests/test-crash-restart.sh)
  *
  * Typical use (tests/test-verify.sh): run with --save-model, stop the
  * server (engine_stop forwards every pending discard), start it again
@@ -52,8 +54,12 @@ static const char usage_text[] =
   "  --save-model FILE   save the model at the end\n"
   "  --load-model FILE   start from a saved model (and check it first)\n"
   "  --verify-only       only check the disk against the (loaded) model\n"
-  "  --only-durable      check only blocks flushed since their last change;\n"
-  "                      the others may hold anything afterwards (crash loops)\n"
+  "  --verify-durable    check the loaded model as after a crash of the server:\n"
+  "                      each block holds its content as of the last completed\n"
+  "                      flush (or FUA) or that of a later command; what was\n"
+  "                      found becomes the model\n"
+  "  --until-disconnect  the server may die (kill -9): then stop, count the\n"
+  "                      commands it failed as maybe done, save the model, exit 0\n"
   "  --no-final-check    skip the full check at the end\n"
   "  --flush-cmd CMD     run CMD before each check and periodically\n"
   "  --ctl-cmd CMD       run CMD periodically (repeatable; run in turn)\n"
@@ -107,7 +113,8 @@ parse_mix (struct options *o, const char *s)
 enum {
   O_URI = 256, O_CONNECTIONS, O_DEPTH, O_OPS, O_SECONDS, O_SEED,
   O_CHECKPOINT, O_MIX, O_MAX_BLOCKS, O_UNALIGNED, O_FUA, O_LARGE,
-  O_EXPECT_ERRORS, O_ALLOW_ENOSPC, O_SAVE, O_LOAD, O_VERIFY_ONLY, O_ONLY_DURABLE,
+  O_EXPECT_ERRORS, O_ALLOW_ENOSPC, O_SAVE, O_LOAD, O_VERIFY_ONLY,
+  O_VERIFY_DURABLE, O_UNTIL_DISCONNECT,
   O_NO_FINAL, O_FLUSH_CMD, O_CTL_CMD, O_CMD_INTERVAL, O_PROGRESS,
 };
 
@@ -129,7 +136,8 @@ static const struct option long_options[] = {
   { "save-model", required_argument, NULL, O_SAVE },
   { "load-model", required_argument, NULL, O_LOAD },
   { "verify-only", no_argument, NULL, O_VERIFY_ONLY },
-  { "only-durable", no_argument, NULL, O_ONLY_DURABLE },
+  { "verify-durable", no_argument, NULL, O_VERIFY_DURABLE },
+  { "until-disconnect", no_argument, NULL, O_UNTIL_DISCONNECT },
   { "no-final-check", no_argument, NULL, O_NO_FINAL },
   { "flush-cmd", required_argument, NULL, O_FLUSH_CMD },
   { "ctl-cmd", required_argument, NULL, O_CTL_CMD },
@@ -196,7 +204,8 @@ parse_options (struct options *o, int argc, char *argv[])
     case O_SAVE: o->save_model = optarg; break;
     case O_LOAD: o->load_model = optarg; break;
     case O_VERIFY_ONLY: o->verify_only = true; break;
-    case O_ONLY_DURABLE: o->only_durable = true; break;
+    case O_VERIFY_DURABLE: o->verify_durable = true; break;
+    case O_UNTIL_DISCONNECT: o->until_disconnect = true; break;
     case O_NO_FINAL: o->no_final_check = true; break;
     case O_FLUSH_CMD: o->flush_cmd = optarg; break;
     case O_CTL_CMD:
@@ -216,8 +225,9 @@ parse_options (struct options *o, int argc, char *argv[])
   }
   if (o->uri == NULL || optind != argc)
     usage (2);
-  if (o->verify_only && o->load_model == NULL) {
-    fprintf (stderr, "verify: --verify-only needs --load-model\n");
+  if ((o->verify_only || o->verify_durable) && o->load_model == NULL) {
+    fprintf (stderr, "verify: --verify-only and --verify-durable need "
+             "--load-model\n");
     exit (2);
   }
 }
@@ -279,7 +289,7 @@ run_workload (struct verifier *v)
   double start = now_s (), next_progress = o->progress;
   uint64_t next_checkpoint = o->checkpoint;
 
-  while (!v->failed) {
+  while (!v->failed && !v->disconnected) {
     double elapsed = now_s () - start;
 
     if ((o->ops && v->issued >= o->ops) ||
@@ -330,10 +340,13 @@ print_summary (const struct verifier *v, double seconds)
   print_errors (v, stderr);
   printf ("verify-result: seed=%" PRIu64 " ops=%" PRIu64 " writes=%" PRIu64
           " trims=%" PRIu64 " zeroes=%" PRIu64 " flushes=%" PRIu64
-          " reads=%" PRIu64 " checked=%" PRIu64 " mismatches=%" PRIu64,
+          " reads=%" PRIu64 " checked=%" PRIu64 " mismatches=%" PRIu64
+          " disconnected=%d disconnect_errors=%" PRIu64
+          " crash_anything=%" PRIu64,
           v->opt.seed, v->issued, v->count[OP_WRITE], v->count[OP_TRIM],
           v->count[OP_ZERO], v->count[OP_FLUSH], v->count[OP_READ],
-          v->blocks_checked, v->mismatches);
+          v->blocks_checked, v->mismatches, v->disconnected,
+          v->disconnect_errors, v->crash_anything);
   for (int t = 0; t < OP_TYPES; t++)
     if (t != OP_CHECK)
       printf (" %s_errors=%" PRIu64 " %s_eio=%" PRIu64, op_names[t],
@@ -389,7 +402,8 @@ stop_commands (struct verifier *v, struct cmd_runner *r)
   if (runs)
     fprintf (stderr, "verify: commands beside the I/O: %u runs, %u failed\n",
              runs, failures);
-  return failures ? -1 : 0;
+  /* Once the server is gone, its control socket is too. */
+  return failures && !v->disconnected ? -1 : 0;
 }
 
 /* Check what a previous run left, then (unless only checking) run the
@@ -403,20 +417,32 @@ run (struct verifier *v)
   int r = 0;
 
   if (v->opt.load_model) {
+    v->crash_check = v->opt.verify_durable;
     if (io_check_all (v) == -1)
       return -1;
-    if (v->opt.only_durable)
-      model_forget_volatile (&v->model);
-    if (v->opt.verify_only || v->failed)
-      return 0;
+    v->crash_check = false;
+    /* Cut short by another crash, the blocks checked so far hold what
+     * was found and the others are as they were: checked next time.
+     */
+    if (v->opt.verify_durable && !v->disconnected)
+      model_all_durable (&v->model);
+    if (v->opt.verify_only || v->failed || v->disconnected)
+      goto save;
   }
+  /* The crash loop's script kills the server after this line. */
+  printf ("verify: running\n");
+  fflush (stdout);
   runner = start_commands (v, cmds);
   if (run_workload (v) == -1)
     r = -1;
   if (stop_commands (v, runner) == -1)
     v->failed = true;
-  if (r == 0 && !v->failed && !v->opt.no_final_check)
+  if (r == 0 && !v->failed && !v->disconnected && !v->opt.no_final_check)
     r = checkpoint (v);
+  if (v->disconnected)
+    printf ("verify: the server went away after %" PRIu64 " operations\n",
+            v->issued);
+ save:
   if (v->opt.save_model && model_save (&v->model, v->opt.save_model) == -1)
     r = -1;
   return r;

@@ -40,7 +40,8 @@ struct options {
   bool expect_errors;           /* errors are counted, not failures */
   bool allow_enospc;            /* writes may fail with ENOSPC (thin mode) */
   bool verify_only;             /* no operations: check the disk */
-  bool only_durable;            /* check only blocks flushed since changed */
+  bool verify_durable;          /* check the loaded model as after a crash */
+  bool until_disconnect;        /* the server may die: stop, save the model */
   bool no_final_check;
   const char *save_model;
   const char *load_model;
@@ -71,6 +72,10 @@ struct verifier {
   uint64_t blocks_checked;
   uint64_t mismatches;
   bool failed;                  /* stop issuing: mismatch or fatal error */
+  bool crash_check;             /* checks now: as after a crash, then adopt */
+  bool disconnected;            /* the server went away (until_disconnect) */
+  uint64_t disconnect_errors;   /* commands failed by it */
+  uint64_t crash_anything;      /* blocks a crash check let hold anything */
 
   struct range recent_writes[RECENT], recent_trims[RECENT];
   unsigned nrecent_writes, nrecent_trims;
