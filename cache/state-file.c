@@ -21,6 +21,7 @@
 #include "arith.h"
 #include "cleanup.h"
 #include "engine-internal.h"
+#include "fileio.h"
 #include "log.h"
 #include "state.h"
 
@@ -110,22 +111,6 @@ encode_map_locked (struct engine *e, void **image, size_t *len)
 }
 
 static int
-write_all (int fd, const unsigned char *p, size_t len)
-{
-  while (len > 0) {
-    ssize_t n = write (fd, p, len);
-
-    if (n == -1 && errno == EINTR)
-      continue;
-    if (n == -1)
-      return -1;
-    p += n;
-    len -= n;
-  }
-  return 0;
-}
-
-static int
 write_atomically (const char *path, const void *image, size_t len)
 {
   CLEANUP_FREE char *tmp = NULL;
@@ -141,7 +126,7 @@ write_atomically (const char *path, const void *image, size_t len)
     dc_error ("state=%s: cannot create %s: %m", path, tmp);
     return -1;
   }
-  step = write_all (fd, image, len) == -1 ? "write"
+  step = pwrite_all (fd, image, len, 0) == -1 ? "write"
        : fsync (fd) == -1 ? "fsync" : NULL;
   if (close (fd) == -1 && step == NULL)
     step = "close";

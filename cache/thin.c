@@ -31,6 +31,7 @@
 #include "arith.h"
 #include "cleanup.h"
 #include "engine-internal.h"
+#include "fileio.h"
 #include "log.h"
 #include "thin-engine.h"
 #include "thin.h"
@@ -124,26 +125,6 @@ append_record_locked (struct thin *t, uint32_t type, uint64_t l, uint32_t p)
 
 /* The meta file. */
 
-static int
-write_all (int fd, const void *buf, size_t len, uint64_t offset)
-{
-  const char *p = buf;
-
-  while (len > 0) {
-    ssize_t r = pwrite (fd, p, len, offset);
-
-    if (r == -1) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    p += r;
-    len -= r;
-    offset += r;
-  }
-  return 0;
-}
-
 /* Write a checkpoint image to meta.tmp, make it durable and rename it
  * over meta: the old file (checkpoint + journal) stays whole until the
  * new one replaces it.  Returns the new file's descriptor, locked.
@@ -164,7 +145,7 @@ write_meta_file (struct thin *t, const void *image, size_t len)
     return -1;
   }
   if (flock (fd, LOCK_EX | LOCK_NB) == -1 ||
-      write_all (fd, image, len, 0) == -1 || fdatasync (fd) == -1 ||
+      pwrite_all (fd, image, len, 0) == -1 || fdatasync (fd) == -1 ||
       rename (tmp, t->path) == -1 || engine_fsync_dir (t->path) == -1) {
     dc_error ("meta=%s: cannot write a checkpoint: %m", t->path);
     close (fd);
@@ -269,7 +250,7 @@ commit (struct thin *t, bool client_flush)
   }
   r = engine_phys_flush (t->e, client_flush);
   if (r == 0 && len > 0 &&
-      (write_all (t->fd, records, len, t->journal_end) == -1 ||
+      (pwrite_all (t->fd, records, len, t->journal_end) == -1 ||
        fdatasync (t->fd) == -1)) {
     dc_error ("meta=%s: cannot write the journal: %m", t->path);
     r = -1;

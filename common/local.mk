@@ -2,6 +2,7 @@ noinst_HEADERS += \
 	common/arith.h \
 	common/cleanup.h \
 	common/crc32c.h \
+	common/fileio.h \
 	common/le.h \
 	common/log.h \
 	common/log-stderr.h \

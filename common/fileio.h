@@ -1,0 +1,35 @@
+/* discardcache: small file helpers shared by the state file and the
+ * thin-mode meta file.
+ */
+#ifndef DISCARDCACHE_FILEIO_H
+#define DISCARDCACHE_FILEIO_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <unistd.h>
+
+/* Write all of buf at offset, resuming after short writes and EINTR.
+ * Returns 0, or -1 with errno set.
+ */
+static inline int
+pwrite_all (int fd, const void *buf, size_t len, uint64_t offset)
+{
+  const char *p = buf;
+
+  while (len > 0) {
+    ssize_t r = pwrite (fd, p, len, offset);
+
+    if (r == -1) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    p += r;
+    len -= r;
+    offset += r;
+  }
+  return 0;
+}
+
+#endif /* DISCARDCACHE_FILEIO_H */
