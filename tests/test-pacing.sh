@@ -15,8 +15,10 @@
 # cores), and the writes' own p99 moves by about half of itself from run
 # to run with nothing forwarded at all; so the margin is half the
 # baseline's p99, at least 1 ms.  Forwarding without pacing (idle=0)
-# puts the p99 at 20 ms and more on the fixed-cost model, far outside.
-# PACING_KEYS replaces budget=2ms (e.g. "idle=0", to see the test fail).
+# puts the p99 at 20 ms and more on the fixed-cost model, far outside,
+# in every run; a model passes if one of up to PACING_TRIES (3) runs is
+# within.  PACING_KEYS replaces budget=2ms (e.g. "idle=0", to see the
+# test fail).
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 requires "$NBDKIT" --version
 requires "$NBDKIT" --filter=noparallel --filter=delay memory 1M --version
@@ -122,8 +124,12 @@ print("%.2f" % limit)
 sys.exit(0 if p99 <= limit else 1)' "$1" "$2" "$budget_ms"
 }
 
-PIDS=()
-for model in fixed prop; do
+# paired MODEL: one run of the same writes to a stack without backlog and
+# to a paced one with the backlog, at the same time.  Fails the test if
+# nothing was forwarded; returns 1 if the p99 is over the limit.
+paired ()
+{
+    local model=$1 base paced fwd
     start base "$model" budget=2ms
     start paced "$model" $keys
     backlog paced
@@ -131,8 +137,9 @@ for model in fixed prop; do
     # discardctl's table shows the pacing (only with budget=).
     "$DISCARDCTL" -s "$TESTDIR/paced.ctl" stats >"$TESTDIR/table" ||
         fail "discardctl stats failed"
-    grep -q "^  pacing: *budget 2000 us, mode " "$TESTDIR/table" &&
-        grep -q "^  cost model: " "$TESTDIR/table" ||
+    [[ " $keys " != *" budget=2ms "* ]] ||
+        { grep -q "^  pacing: *budget 2000 us, mode " "$TESTDIR/table" &&
+          grep -q "^  cost model: " "$TESTDIR/table"; } ||
         fail "$model: discardctl stats shows no pacing: $(cat "$TESTDIR/table")"
     stop_all
     base=${P99[base]} paced=${P99[paced]}
@@ -150,8 +157,25 @@ for model in fixed prop; do
     # against 20-50 MiB on a quiet one).
     [ "$fwd" -gt 0 ] ||
         fail "$model: nothing forwarded during ${runtime}s of writes"
-    limit=$(within "$paced" "$base") ||
-        fail "$model: write p99 $paced ms is over $limit ms (baseline $base ms, budget ${budget_ms} ms)"
+    limit=$(within "$paced" "$base") && return 0
+    echo "$model: write p99 $paced ms is over $limit ms (baseline $base ms, budget ${budget_ms} ms)"
+    return 1
+}
+
+# Up to PACING_TRIES runs per model; one within the limit passes.  Under
+# make check's parallel load a single run was seen 1% over the limit
+# (4.01 ms against 3.98 ms in CI), where forwarding without pacing is
+# five times over in every run: a retry tells the two apart.
+tries=${PACING_TRIES:-3}
+PIDS=()
+for model in fixed prop; do
+    try=1
+    until paired "$model"; do
+        [ "$try" -lt "$tries" ] ||
+            fail "$model: write p99 over the limit in all $tries runs"
+        try=$(( try + 1 ))
+        echo "$model: run $try of $tries"
+    done
 done
 
 # Without budget=: the flusher of before, idle-gated: nothing goes while
