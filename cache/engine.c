@@ -11,6 +11,7 @@
 #include "arith.h"
 #include "ctl.h"
 #include "engine-internal.h"
+#include "grow.h"
 #include "log.h"
 #include "policy.h"
 #include "thin-engine.h"
@@ -448,15 +449,13 @@ zero_list_add (struct zero_list *z, uint64_t start, uint64_t end)
   if (start >= end)
     return;
   if (z->n == z->cap) {
-    size_t cap = z->cap ? z->cap * 2 : 8;
-    void *p = realloc (z->r, cap * sizeof *z->r);
+    void *p = grow_array (z->r, &z->cap, sizeof *z->r, 8);
 
     if (p == NULL) {
       z->nomem = true;
       return;
     }
     z->r = p;
-    z->cap = cap;
   }
   z->r[z->n].start = start;
   z->r[z->n].end = end;

@@ -16,6 +16,7 @@
 
 #include "arith.h"
 #include "crc32c.h"
+#include "grow.h"
 #include "le.h"
 #include "log.h"
 #include "state.h"
@@ -88,15 +89,14 @@ static int
 put_varint (struct state_encoder *enc, uint64_t v)
 {
   if (enc->cap - enc->len < VARINT_MAX) {
-    size_t cap = enc->cap ? enc->cap * 2 : 65536;
-    unsigned char *raw = realloc (enc->raw, cap);
+    unsigned char *raw = grow_array (enc->raw, &enc->cap, 1, 65536);
 
     if (raw == NULL) {
-      dc_error ("state: out of memory (%zu bytes)", cap);
+      dc_error ("state: out of memory growing the %zu-byte encoder buffer",
+                enc->cap);
       return -1;
     }
     enc->raw = raw;
-    enc->cap = cap;
   }
   do {
     enc->raw[enc->len++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 #include "thin.h"
 
@@ -98,16 +99,14 @@ int
 thin_map_reserve_unmap (struct thin_map *m)
 {
   if (m->nundurable == m->capundurable) {
-    uint32_t cap = m->capundurable ? m->capundurable * 2 : 64;
-    void *p = realloc (m->undurable, (size_t) cap * sizeof *m->undurable);
+    void *p = grow_array (m->undurable, &m->capundurable,
+                          sizeof *m->undurable, 64);
 
     if (p == NULL) {
       dc_error ("thin: out of memory for the unmap list");
-      errno = ENOMEM;
       return -1;
     }
     m->undurable = p;
-    m->capundurable = cap;
   }
   return 0;
 }

@@ -32,6 +32,7 @@
 #include "cleanup.h"
 #include "engine-internal.h"
 #include "fileio.h"
+#include "grow.h"
 #include "log.h"
 #include "thin-engine.h"
 #include "thin.h"
@@ -97,16 +98,13 @@ static int
 reserve_record_locked (struct thin *t)
 {
   if (t->buflen + THIN_RECORD_SIZE > t->bufcap) {
-    size_t cap = t->bufcap ? t->bufcap * 2 : 64 * THIN_RECORD_SIZE;
-    void *p = realloc (t->buf, cap);
+    void *p = grow_array (t->buf, &t->bufcap, 1, 64 * THIN_RECORD_SIZE);
 
     if (p == NULL) {
       dc_error ("thin: out of memory for the journal");
-      errno = ENOMEM;
       return -1;
     }
     t->buf = p;
-    t->bufcap = cap;
   }
   return 0;
 }

@@ -55,7 +55,8 @@ struct thin_map {
   uint32_t nfreed;
   uint32_t next_clean;         /* slots from here on are CLEAN */
   struct thin_undurable *undurable; /* in sequence order */
-  uint32_t nundurable, capundurable;
+  uint32_t nundurable;
+  size_t capundurable;
   uint64_t mapped;             /* MAPPED or INIT slots */
 };
 

@@ -3,6 +3,7 @@ noinst_HEADERS += \
 	common/cleanup.h \
 	common/crc32c.h \
 	common/fileio.h \
+	common/grow.h \
 	common/le.h \
 	common/log.h \
 	common/log-stderr.h \

@@ -3,8 +3,9 @@ check_LTLIBRARIES += tests/libmembackend.la
 tests_libmembackend_la_SOURCES = tests/unit/mem-backend.c tests/unit/mem-backend.h
 tests_libmembackend_la_LIBADD = libengine.la libdclogstderr.la
 
-check_PROGRAMS += tests/unit/test-engine tests/unit/test-parse
-TESTS += tests/unit/test-engine tests/unit/test-parse
+check_PROGRAMS += tests/unit/test-engine tests/unit/test-parse \
+	tests/unit/test-grow
+TESTS += tests/unit/test-engine tests/unit/test-parse tests/unit/test-grow
 
 tests_unit_test_engine_SOURCES = tests/unit/test-engine.c
 tests_unit_test_engine_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
@@ -14,6 +15,10 @@ tests_unit_test_engine_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 tests_unit_test_parse_SOURCES = tests/unit/test-parse.c
 tests_unit_test_parse_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_parse_LDADD = libengine.la libdclogstderr.la $(CMOCKA_LIBS)
+
+tests_unit_test_grow_SOURCES = tests/unit/test-grow.c
+tests_unit_test_grow_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_grow_LDADD = $(CMOCKA_LIBS)
 
 # Thin mode: allocator, journal, recovery (cmocka, in-memory backend).
 check_PROGRAMS += tests/unit/test-thin
