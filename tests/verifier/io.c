@@ -148,14 +148,18 @@ check_read (struct verifier *v, const struct op *op)
   for (uint64_t i = 0; i < op->n; i++) {
     FILE *fp = v->mismatches < MISMATCHES_SHOWN ? stderr : NULL;
 
+    if (!model_checkable (&v->model, op->first + i, v->crash_check)) {
+      if (v->crash_check)
+        v->crash_anything++;
+      else
+        v->unchecked++;
+    }
     if (!model_check_block (&v->model, op->first + i,
                             op->buf + i * BLOCK_SIZE, v->crash_check, fp)) {
       v->mismatches++;
       v->failed = true;
     }
     if (v->crash_check) {
-      if (!model_crash_checkable (&v->model, op->first + i))
-        v->crash_anything++;
       model_adopt_block (&v->model, op->first + i, op->buf + i * BLOCK_SIZE);
     }
   }

@@ -93,7 +93,32 @@ struct state {
   uint32_t version;
   uint8_t kind;
   bool may_zero;
+  uint32_t alt[ALT_VERSIONS];
 };
+
+/* A write of version failed: each sector now holds what it held, or
+ * the write's data (it may have done part).
+ */
+static void
+add_failed_write (struct state *s, uint32_t version)
+{
+  unsigned i;
+
+  if (s->kind != BLK_DATA)
+    return;
+  if (s->version == 0) {
+    /* Zeros or the new data per sector is what a trim of it allows. */
+    s->version = version;
+    s->may_zero = true;
+    return;
+  }
+  for (i = 0; i < ALT_VERSIONS && s->alt[i]; i++)
+    ;
+  if (i == ALT_VERSIONS)
+    *s = (struct state) { .kind = BLK_UNKNOWN };
+  else
+    s->alt[i] = version;
+}
 
 /* The state after one operation on one block. */
 static void
@@ -102,13 +127,18 @@ apply (struct state *s, enum op_type type, uint32_t version, int err)
   switch (type) {
   case OP_WRITE:
   case OP_ZERO:
-    if (err) {
-      s->kind = BLK_UNKNOWN;    /* a failed write may have done part */
+    if (err && type == OP_WRITE) {
+      add_failed_write (s, version);
       return;
     }
-    s->kind = BLK_DATA;
-    s->version = type == OP_WRITE ? version : 0;
-    s->may_zero = false;
+    if (err) {                  /* a failed zero may have done part */
+      if (s->kind == BLK_DATA && s->version != 0)
+        s->may_zero = true;
+      return;
+    }
+    *s = (struct state) {
+      .kind = BLK_DATA, .version = type == OP_WRITE ? version : 0,
+    };
     return;
   case OP_TRIM:
     /* Failed or not, a trim may have reached the store. */
@@ -123,7 +153,12 @@ apply (struct state *s, enum op_type type, uint32_t version, int err)
 static struct state
 current_state (const struct blk *b)
 {
-  return (struct state) { b->version, b->kind, b->may_zero };
+  struct state s = {
+    .version = b->version, .kind = b->kind, .may_zero = b->may_zero,
+  };
+
+  memcpy (s.alt, b->alt, sizeof s.alt);
+  return s;
 }
 
 static void
@@ -132,15 +167,23 @@ set_current (struct blk *b, struct state s)
   b->version = s.version;
   b->kind = s.kind;
   b->may_zero = s.may_zero;
+  memcpy (b->alt, s.alt, sizeof b->alt);
+}
+
+static void
+set_durable (struct blk *b, struct state d)
+{
+  b->d_version = d.version;
+  b->d_kind = d.kind;
+  b->d_may_zero = d.may_zero;
+  memcpy (b->d_alt, d.alt, sizeof b->d_alt);
 }
 
 /* Everything the block went through is durable: its current state is. */
 static void
 make_durable (struct blk *b)
 {
-  b->d_version = b->version;
-  b->d_kind = b->kind;
-  b->d_may_zero = b->may_zero;
+  set_durable (b, current_state (b));
   b->nafter = 0;
   b->after_overflow = false;
 }
@@ -163,7 +206,10 @@ durable_state (const struct blk *b, uint64_t durable_seq, struct state *d,
   }
   if (b->after_overflow)
     return false;
-  *d = (struct state) { b->d_version, b->d_kind, b->d_may_zero };
+  *d = (struct state) {
+    .version = b->d_version, .kind = b->d_kind, .may_zero = b->d_may_zero,
+  };
+  memcpy (d->alt, b->d_alt, sizeof d->alt);
   for (; i < b->nafter && b->after[i].seq <= durable_seq; i++)
     apply (d, b->after[i].type, b->after[i].version, b->after[i].err);
   *first_later = i;
@@ -183,9 +229,7 @@ fold_durable (struct blk *b, uint64_t durable_seq)
     make_durable (b);
     return;
   }
-  b->d_version = d.version;
-  b->d_kind = d.kind;
-  b->d_may_zero = d.may_zero;
+  set_durable (b, d);
   memmove (b->after, b->after + k, (b->nafter - k) * sizeof b->after[0]);
   b->nafter -= k;
 }
@@ -297,7 +341,7 @@ struct allowed {
   bool anything;
   bool zeros_ok;
   unsigned n;
-  uint32_t version[1 + AFTER_DURABLE];
+  uint32_t version[1 + ALT_VERSIONS + AFTER_DURABLE];
 };
 
 static void
@@ -310,6 +354,8 @@ allow_state (struct allowed *a, struct state s)
   else {
     a->version[a->n++] = s.version;
     a->zeros_ok |= s.may_zero;
+    for (unsigned i = 0; i < ALT_VERSIONS && s.alt[i]; i++)
+      a->version[a->n++] = s.alt[i];
   }
 }
 
@@ -422,11 +468,11 @@ sector_version (uint64_t block, unsigned s, const uint64_t *g)
 }
 
 bool
-model_crash_checkable (const struct model *m, uint64_t block)
+model_checkable (const struct model *m, uint64_t block, bool after_crash)
 {
   struct allowed a;
 
-  allowed_contents (m, &m->blk[block], true, &a);
+  allowed_contents (m, &m->blk[block], after_crash, &a);
   return !a.anything;
 }
 
@@ -459,7 +505,7 @@ model_adopt_block (struct model *m, uint64_t block, const void *buf)
  * program reads it back, on the same machine), history included, so a
  * mismatch found after a restart still shows how the block got there.
  */
-static const char model_magic[8] = "DCVMOD3";
+static const char model_magic[8] = "DCVMOD4";
 
 int
 model_save (const struct model *m, const char *path)

@@ -1,15 +1,20 @@
 /* discardcache verifier: the model of what every 4 KiB block of the
  * disk may contain, and the patterns written into them.
  *
- * A block is in one of three states:
+ * A block is in one of these states:
  *   DATA v   it holds pattern (block, v); v = 0 is the zero block
  *            (never written, or zeroed);
- *   + may_zero: it was trimmed since: each 512-byte sector holds the
- *            pattern or zeros (the NBD protocol leaves trimmed content
- *            undefined; both of our backends give the old data or
- *            zeros, never anything else);
- *   UNKNOWN  a write or zero to it failed: anything goes until the
- *            next successful write or zero.
+ *   + may_zero: it was trimmed since, or a zero of it failed: each
+ *            512-byte sector holds the pattern or zeros (the NBD
+ *            protocol leaves trimmed content undefined; both of our
+ *            backends give the old data or zeros, never anything else);
+ *   + alt[]: writes to it failed (a full thin pool, a backend error):
+ *            each sector may also hold one of those writes' patterns,
+ *            since a failed write may have done part, but nothing else
+ *            (no other block's data, no garbage);
+ *   UNKNOWN  more than ALT_VERSIONS writes to it failed in a row, or a
+ *            crash check found it torn: anything goes until the next
+ *            successful write or zero.
  *
  * The caller never has two operations on one block in flight (blocks
  * are busy from issue to completion), so a state changes only when an
@@ -37,6 +42,7 @@
 #define SECTOR_SIZE 512
 #define HISTORY 6               /* operations remembered per block */
 #define AFTER_DURABLE 8         /* operations kept after the durable state */
+#define ALT_VERSIONS 16         /* failed writes remembered per block */
 
 enum op_type { OP_WRITE, OP_TRIM, OP_ZERO, OP_FLUSH, OP_READ, OP_CHECK,
                OP_TYPES };
@@ -56,6 +62,7 @@ struct blk {
   uint32_t next_version;        /* last version handed out */
   uint8_t kind;                 /* enum blk_kind */
   bool may_zero;                /* trimmed since the last write */
+  uint32_t alt[ALT_VERSIONS];   /* failed writes since, 0 = none */
   bool busy;                    /* an operation on it is in flight */
   uint8_t nhist;                /* events in hist[], at most HISTORY */
   uint64_t changed_seq;         /* completion number of its last change */
@@ -64,6 +71,7 @@ struct blk {
   uint32_t d_version;
   uint8_t d_kind;
   bool d_may_zero;
+  uint32_t d_alt[ALT_VERSIONS];
   /* ... and the changes since, oldest first; after too many of them
    * the block may hold anything after a crash.
    */
@@ -108,10 +116,12 @@ extern void model_flushed (struct model *m, uint64_t issued_at);
 extern bool model_check_block (const struct model *m, uint64_t block,
                                const void *buf, bool after_crash, FILE *fp);
 
-/* Whether a crash check of the block can fail at all: false if it may
- * hold anything (UNKNOWN, or too many changes since it was durable).
+/* Whether a check of the block can fail at all: false if it may hold
+ * anything (UNKNOWN, or after a crash too many changes since it was
+ * durable).
  */
-extern bool model_crash_checkable (const struct model *m, uint64_t block);
+extern bool model_checkable (const struct model *m, uint64_t block,
+                             bool after_crash);
 
 /* After a crash check, the block holds what was found: that becomes
  * its state (UNKNOWN if its sectors hold different versions), durable.

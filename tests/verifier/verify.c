@@ -50,7 +50,8 @@ static const char usage_text[] =
   "  --large-trims PCT   trims of 1-16 MiB (2)\n"
   "  --expect-errors     count errors instead of failing on them\n"
   "  --allow-enospc      count writes failing with ENOSPC (a full thin pool):\n"
-  "                      their blocks may then hold anything\n"
+  "                      their blocks may then hold their old data or\n"
+  "                      the write's, sector by sector\n"
   "  --save-model FILE   save the model at the end\n"
   "  --load-model FILE   start from a saved model (and check it first)\n"
   "  --verify-only       only check the disk against the (loaded) model\n"
@@ -342,11 +343,11 @@ print_summary (const struct verifier *v, double seconds)
           " trims=%" PRIu64 " zeroes=%" PRIu64 " flushes=%" PRIu64
           " reads=%" PRIu64 " checked=%" PRIu64 " mismatches=%" PRIu64
           " disconnected=%d disconnect_errors=%" PRIu64
-          " crash_anything=%" PRIu64,
+          " crash_anything=%" PRIu64 " unchecked=%" PRIu64,
           v->opt.seed, v->issued, v->count[OP_WRITE], v->count[OP_TRIM],
           v->count[OP_ZERO], v->count[OP_FLUSH], v->count[OP_READ],
           v->blocks_checked, v->mismatches, v->disconnected,
-          v->disconnect_errors, v->crash_anything);
+          v->disconnect_errors, v->crash_anything, v->unchecked);
   for (int t = 0; t < OP_TYPES; t++)
     if (t != OP_CHECK)
       printf (" %s_errors=%" PRIu64 " %s_eio=%" PRIu64, op_names[t],
