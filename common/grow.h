@@ -5,6 +5,7 @@
 #ifndef DISCARDCACHE_GROW_H
 #define DISCARDCACHE_GROW_H
 
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@ grow_array (void *ptr, size_t *cap, size_t elem_size, size_t initial)
   size_t n = *cap ? *cap : initial, bytes;
   void *p;
 
+  /* realloc of 0 bytes may free ptr and return NULL. */
+  assert (initial > 0 && elem_size > 0);
   if ((*cap && __builtin_mul_overflow (n, 2, &n)) ||
       __builtin_mul_overflow (n, elem_size, &bytes)) {
     errno = ENOMEM;

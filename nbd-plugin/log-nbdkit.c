@@ -1,6 +1,7 @@
 /* discardcache: dc_error/dc_debug inside nbdkit go to nbdkit's own log. */
 #include <config.h>
 
+#include <errno.h>
 #include <stdarg.h>
 
 #define NBDKIT_API_VERSION 2
@@ -8,14 +9,17 @@
 
 #include "log.h"
 
+/* nbdkit documents that it keeps errno; log.h promises it on its own. */
 void
 dc_error (const char *fmt, ...)
 {
+  int saved_errno = errno;
   va_list args;
 
   va_start (args, fmt);
   nbdkit_verror (fmt, args);
   va_end (args);
+  errno = saved_errno;
 }
 
 void

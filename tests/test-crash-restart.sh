@@ -167,7 +167,8 @@ crash_loop ()
     stop_pidfile "$dir/final.pid" nbdkit
     echo "crash loop $name: ok, $CRASH_KILLS kills, $CRASH_TOTAL_OPS operations," \
          "$(verify_result_of "$dir/final.out" checked) blocks checked at the end;" \
-         "crash checks let $CRASH_ANYTHING blocks hold anything (too many changes since a flush)"
+         "crash checks let $CRASH_ANYTHING blocks hold anything (too many changes since a flush," \
+         "or too many failed writes)"
     ALL_KILLS=$(( ALL_KILLS + CRASH_KILLS )) ALL_OPS=$(( ALL_OPS + CRASH_TOTAL_OPS ))
 }
 
@@ -180,7 +181,8 @@ crash_loop file "$FASTDIR/file.img" "$CRASH_ROUNDS" ""
 start_nbdkit -P "$TESTDIR/mem.pid" -U "$TESTDIR/mem.sock" memory 32M
 crash_loop nbd "nbd+unix:///?socket=$TESTDIR/mem.sock" $(( (CRASH_ROUNDS + 1) / 2 )) ""
 # Thin mode on a 16 MiB file exported as 32 MiB: the pool runs out, and
-# writes failing with ENOSPC change nothing (--allow-enospc).  Each start
+# writes fail with ENOSPC (--allow-enospc: each sector of theirs may then
+# hold the old data or the write's, nothing else).  Each start
 # recovers the slot map from meta= as the kill left it.
 truncate -s 16M "$FASTDIR/thin.img"
 CRASH_VERIFY_ARGS=(--allow-enospc)

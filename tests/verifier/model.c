@@ -416,7 +416,7 @@ print_expected (const struct allowed *a, FILE *fp)
   for (unsigned i = 0; i < a->n; i++)
     fprintf (fp, "%sversion %" PRIu32, i ? " or " : "", a->version[i]);
   if (a->n && a->zeros_ok)
-    fprintf (fp, " or zeros (trimmed since)");
+    fprintf (fp, " or zeros (trimmed, or a zero or write failed, since)");
 }
 
 bool
@@ -476,6 +476,28 @@ model_checkable (const struct model *m, uint64_t block, bool after_crash)
   return !a.anything;
 }
 
+/* Add version v (not 0) to what st allows, unless it is there. */
+static void
+allow_version (struct state *st, uint32_t v)
+{
+  unsigned i;
+
+  if (st->version == 0) {
+    st->version = v;
+    return;
+  }
+  if (st->version == v)
+    return;
+  for (i = 0; i < ALT_VERSIONS && st->alt[i] && st->alt[i] != v; i++)
+    ;
+  if (i < ALT_VERSIONS)
+    st->alt[i] = v;
+}
+
+/* A block torn between versions (a write that landed in part) allows
+ * each of them, and zeros if some sector held zeros: its 8 sectors
+ * always fit in version and alt[].
+ */
 void
 model_adopt_block (struct model *m, uint64_t block, const void *buf)
 {
@@ -489,14 +511,14 @@ model_adopt_block (struct model *m, uint64_t block, const void *buf)
 
     if (v == 0)
       zeros = true;
-    else if (v < 0 || (st.version && st.version != (uint32_t) v)) {
-      st.kind = BLK_UNKNOWN;    /* torn between versions: until rewritten */
+    else if (v < 0) {
+      st = (struct state) { .kind = BLK_UNKNOWN }; /* no pattern of ours */
       break;
     }
     else
-      st.version = v;
+      allow_version (&st, (uint32_t) v);
   }
-  st.may_zero = st.version && zeros;
+  st.may_zero = st.kind == BLK_DATA && st.version && zeros;
   set_current (b, st);
   make_durable (b);
 }

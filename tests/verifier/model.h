@@ -4,7 +4,8 @@
  * A block is in one of these states:
  *   DATA v   it holds pattern (block, v); v = 0 is the zero block
  *            (never written, or zeroed);
- *   + may_zero: it was trimmed since, or a zero of it failed: each
+ *   + may_zero: it was trimmed since, or a zero of it failed, or a
+ *            write to the zero block failed: each
  *            512-byte sector holds the pattern or zeros (the NBD
  *            protocol leaves trimmed content undefined; both of our
  *            backends give the old data or zeros, never anything else);
@@ -12,9 +13,12 @@
  *            each sector may also hold one of those writes' patterns,
  *            since a failed write may have done part, but nothing else
  *            (no other block's data, no garbage);
- *   UNKNOWN  more than ALT_VERSIONS writes to it failed in a row, or a
- *            crash check found it torn: anything goes until the next
- *            successful write or zero.
+ *   UNKNOWN  about ALT_VERSIONS writes to it failed in a row (the
+ *            first from the zero block becomes v), or a crash check
+ *            found data that is no pattern of ours: anything goes until
+ *            the next successful write or zero.
+ * A crash check that finds a block torn between versions (a write that
+ * landed in part) adopts it as allowing each of them per sector.
  *
  * The caller never has two operations on one block in flight (blocks
  * are busy from issue to completion), so a state changes only when an
@@ -61,8 +65,8 @@ struct blk {
   uint32_t version;             /* DATA: the pattern version, 0 = zeros */
   uint32_t next_version;        /* last version handed out */
   uint8_t kind;                 /* enum blk_kind */
-  bool may_zero;                /* trimmed since the last write */
-  uint32_t alt[ALT_VERSIONS];   /* failed writes since, 0 = none */
+  bool may_zero;                /* zeros allowed too (see above) */
+  uint32_t alt[ALT_VERSIONS];   /* more versions allowed, 0 = none */
   bool busy;                    /* an operation on it is in flight */
   uint8_t nhist;                /* events in hist[], at most HISTORY */
   uint64_t changed_seq;         /* completion number of its last change */

@@ -76,7 +76,8 @@ struct verifier {
   bool disconnected;            /* the server went away (until_disconnect) */
   uint64_t disconnect_errors;   /* commands failed by it */
   uint64_t crash_anything;      /* blocks a crash check let hold anything */
-  uint64_t unchecked;           /* blocks other reads let hold anything */
+  uint64_t unchecked;           /* block reads (not crash checks) that
+                                   allowed anything */
 
   struct range recent_writes[RECENT], recent_trims[RECENT];
   unsigned nrecent_writes, nrecent_trims;
