@@ -150,23 +150,9 @@ e2e_fs_used ()
     df -B1 --output=used "$1" | tail -n 1 | tr -d ' '
 }
 
-# e2e_print_stats FILE: the statistics a person reads.
+# e2e_print_stats FILE: the statistics a person reads (discardctl's
+# table of a statsfile=).
 e2e_print_stats ()
 {
-    /usr/bin/python3 - "$1" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-mib = lambda n: "%.1f MiB" % (n / 1048576)
-pct = lambda a, b: "%.0f%%" % (100.0 * a / b) if b else "n/a"
-print("discardcache statistics")
-print("  trims received        %8d  (%s)" % (s["trims"], mib(s["trim_bytes"])))
-print("  cancelled by writes   %8s  (%s of trimmed bytes)" % (mib(s["cancelled_by_writes"]), pct(s["cancelled_by_writes"], s["trim_bytes"])))
-print("  cancelled by zeroes   %8s" % mib(s["cancelled_by_zeroes"]))
-print("  merges                %8d" % s["merges"])
-print("  discards forwarded    %8d  (%s; %s of trims received)" % (s["forwarded"], mib(s["forwarded_bytes"]), pct(s["forwarded"], s["trims"])))
-print("  dropped               %8d  (%s)" % (s["dropped"], mib(s["dropped_bytes"])))
-print("  still pending         %8d  (%s, sub-granule %s)" % (s["pending_extents"], mib(s["pending_bytes"]), mib(s["subgranule_bytes"])))
-print("  forward errors        %8d" % s["forward_errors"])
-print("  backend discard       %8s" % ("yes" if s["discard_supported"] else "NOT SUPPORTED"))
-PY
+    "$DISCARDCTL" stats --file="$1" || fail "discardctl stats --file=$1 failed"
 }

@@ -2,9 +2,10 @@
 # discardctl against the plugin under nbdkit: each command and output
 # format (the table's ratios, JSON that parses, Prometheus text that
 # follows the format, dump lines, the progress bar on a terminal and
-# plain lines without one), the exit codes 0/1/2/3, and how it finds the
+# plain lines without one), the exit codes 0/1/2/3, how it finds the
 # socket (-s, DISCARDCACHE_CTL, the one live PID.sock in the default
-# directory, or a list of candidates when there are several).
+# directory, or a list of candidates when there are several), and stats
+# --file on what statsfile= left.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 requires "$NBDKIT" --version
 requires /usr/bin/python3 -c 'import nbd'
@@ -206,4 +207,37 @@ XDG_RUNTIME_DIR=$xdg DISCARDCACHE_CTL=$ctl expect 0 stats --json
 [ "$(jq .trims "$dir/out")" = 3 ] || fail "DISCARDCACHE_CTL not used"
 XDG_RUNTIME_DIR=$dir/nowhere expect 3 stats
 out_has "no control socket found in $dir/nowhere/discardcache"
+
+# stats --file: the statistics a server left in statsfile= (here after
+# a clean stop), read without a server, in each format.
+start_nbdkit -P "$dir/f.pid" -U "$dir/f.sock" "$PLUGIN" backend="$dir/disk" \
+    statsfile="$dir/f.json" ctl=none
+/usr/bin/python3 -c '
+import sys, nbd
+h = nbd.NBD(); h.connect_unix(sys.argv[1])
+h.trim(65536, 0); h.trim(4096, 1 << 20)
+h.shutdown()' "$dir/f.sock"
+stop_pidfile "$dir/f.pid" nbdkit
+[ -s "$dir/f.json" ] || fail "statsfile= left nothing"
+expect 0 stats --file="$dir/f.json"
+out_has "trims received:        2 (68.0 KiB)"
+out_has "forwarded:             2 discards (68.0 KiB), 100% of trims received"
+expect 0 stats --file="$dir/f.json" --json
+cmp -s "$dir/out" "$dir/f.json" || fail "stats --file --json differs from the file"
+expect 0 stats --file="$dir/f.json" --format=prometheus
+out_has "discardcache_trims_total 2"
+expect 0 stats --file="$dir/f.json" --watch=100ms --count=2
+[ "$(grep -c "trims received:        2" "$dir/out")" -eq 2 ] ||
+    { cat "$dir/out"; fail "stats --file --watch --count=2: not two samples"; }
+# Its errors: no such file (3), not statistics (1), two sources or
+# another command (2).
+expect 3 stats --file="$dir/nonexistent.json"
+out_has "--file=$dir/nonexistent.json: No such file or directory"
+echo '{"a":1}' >"$dir/other.json"
+expect 1 stats --file="$dir/other.json"
+out_has "--file=$dir/other.json: not discardcache statistics"
+expect 1 stats --file=/dev/null
+expect 2 -s "$ctl" stats --file="$dir/f.json"
+out_has "-s and --file name two sources"
+expect 2 flush --file="$dir/f.json"
 echo "discardctl: ok"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # discardfuse: what the mount offers and how each request maps.
-#   - disk and stats, with the right sizes and modes; stats is JSON and
-#     read-only; the image cannot be resized
+#   - disk and stats, with the right sizes and modes; stats is JSON,
+#     read-only and what discardctl stats --file shows; the image cannot
+#     be resized
 #   - statfs f_bsize = the engine's granularity, and loop takes it as
 #     its discard_granularity
 #   - 1 MiB direct writes reach the engine whole (max_write negotiated)
@@ -41,6 +42,11 @@ python3 -m json.tool "$mnt/stats" >/dev/null || fail "stats is not JSON"
 snapshot
 [ "$(stat_of granularity)" -eq 65536 ] || fail "granularity $(stat_of granularity)"
 echo x 2>/dev/null > "$mnt/stats" && fail "stats accepted a write"
+# discardctl reads it as it reads a statsfile, without the control socket.
+"$DISCARDCTL" stats --file="$mnt/stats" >"$dir/table" ||
+    fail "discardctl stats --file=$mnt/stats failed"
+grep -q "^  granularity: *64.0 KiB" "$dir/table" ||
+    fail "discardctl's table of $mnt/stats: $(cat "$dir/table")"
 truncate -s 0 "$mnt/disk" 2>/dev/null && fail "disk was truncated"
 truncate -s "$size" "$mnt/disk" || fail "truncate to its own size refused"
 touch "$mnt/disk" || fail "touch refused"

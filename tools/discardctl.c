@@ -27,6 +27,8 @@
   "Commands:\n" \
   "  stats [--json | --format=table|json|prometheus] [--watch[=INTERVAL]]\n" \
   "        [--count=N]         statistics, once or every INTERVAL (1s)\n" \
+  "  stats --file=FILE [...]   the same from a statsfile= or discardfuse's\n" \
+  "                            MOUNTPOINT/stats, without the socket\n" \
   "  flush [--wait] [--progress] [--json]\n" \
   "                            forward every pending discard now\n" \
   "  dump [--json]             pending extents: offset length age_ms\n" \
@@ -42,8 +44,9 @@
   "  -h, --help                this help\n" \
   "  -V, --version             the version\n" \
   "\n" \
-  "Exit status: 0 ok, 1 the server answered with an error, 2 usage,\n" \
-  "3 cannot connect.  See discardctl(8).\n"
+  "Exit status: 0 ok, 1 the server answered with an error (or --file\n" \
+  "holds no statistics), 2 usage, 3 cannot connect (or read --file).\n" \
+  "See discardctl(8).\n"
 
 enum stats_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_PROMETHEUS };
 
@@ -56,6 +59,7 @@ struct cmdline {
   bool watch;
   uint64_t interval_ms;
   uint64_t count;              /* watch refreshes, 0: until interrupted */
+  const char *file;            /* stats --file */
   bool wait;
   bool progress;
   const char *assignment;      /* set */
@@ -115,11 +119,11 @@ print_stats_json (const char *raw)
 }
 
 static void
-print_stats (const struct cmdline *cl, struct ctl_conn *conn,
+print_stats (const struct cmdline *cl, const char *raw,
              const struct jf_object *st)
 {
   if (cl->format == FORMAT_JSON)
-    print_stats_json (conn->raw);
+    print_stats_json (raw);
   else if (cl->format == FORMAT_PROMETHEUS)
     stats_print_prometheus (st, stdout);
   else
@@ -150,8 +154,42 @@ print_rates (const struct cmdline *cl, const struct jf_object *st,
   memcpy (prev, now, sizeof now);
 }
 
-/* A fresh connection per sample: the view survives long intervals (the
- * server drops idle clients) and says at once when the server is gone.
+/* stats --file: the object a statsfile= or discardfuse's stats file
+ * holds, read whole into *text (parsed in place into st) and *raw (as
+ * it is, for --json).  EXIT_OK, EXIT_CONNECT if the file cannot be read
+ * or EXIT_SERVER if it holds no statistics object (reported).
+ */
+static int
+read_stats_file (const char *path, char **text, char **raw,
+                 struct jf_object *st)
+{
+  FILE *fp = fopen (path, "r");
+  size_t cap = 0;
+  ssize_t n;
+
+  if (fp == NULL) {
+    dc_error ("--file=%s: %m", path);
+    return EXIT_CONNECT;
+  }
+  n = getdelim (text, &cap, '\0', fp);
+  if (n == -1 && ferror (fp)) {
+    dc_error ("--file=%s: %m", path);
+    fclose (fp);
+    return EXIT_CONNECT;
+  }
+  fclose (fp);
+  if (n <= 0 || (*raw = strdup (*text)) == NULL ||
+      jf_parse (*text, st) == -1 || jf_find (st, "trims") == NULL) {
+    dc_error ("--file=%s: not discardcache statistics (one JSON object, as "
+              "statsfile= or discardfuse's MOUNTPOINT/stats holds)", path);
+    return EXIT_SERVER;
+  }
+  return EXIT_OK;
+}
+
+/* One sample: from cl->file, or from the server over a fresh
+ * connection, so that the view survives long intervals (the server drops
+ * idle clients) and says at once when the server is gone.
  */
 static int
 cmd_stats (const struct cmdline *cl)
@@ -163,20 +201,25 @@ cmd_stats (const struct cmdline *cl)
   for (uint64_t i = 0; ; i++) {
     struct ctl_conn conn = CTL_CONN_INIT;
     struct jf_object st;
-    int r = connect_and (cl, &conn);
+    char *text = NULL, *raw = NULL;
+    int r;
 
-    if (r == EXIT_OK)
+    if (cl->file)
+      r = read_stats_file (cl->file, &text, &raw, &st);
+    else if ((r = connect_and (cl, &conn)) == EXIT_OK)
       r = simple_request (&conn, "stats", &st);
     if (r == EXIT_OK) {
       if (tty && cl->watch)
         printf ("\033[H\033[2J");
       if (cl->watch && cl->format == FORMAT_TABLE)
         print_rates (cl, &st, i, prev);
-      print_stats (cl, &conn, &st);
+      print_stats (cl, cl->file ? raw : conn.raw, &st);
       if (cl->watch && cl->format == FORMAT_PROMETHEUS)
         putchar ('\n');
       fflush (stdout);
     }
+    free (text);
+    free (raw);
     ctl_conn_close (&conn);
     if (r != EXIT_OK || !cl->watch || (cl->count && i + 1 >= cl->count))
       return r;
@@ -327,6 +370,7 @@ parse_stats_option (struct cmdline *cl, int c, const char *arg)
   case 'j': cl->format = FORMAT_JSON; return EXIT_OK;
   case 'f': return parse_format (cl, arg);
   case 'w': return parse_watch (cl, arg);
+  case 'F': cl->file = arg; return EXIT_OK;
   case 'n':
     if (parse_count ("--count", arg, UINT32_MAX, &cl->count) == -1)
       return EXIT_USAGE;
@@ -343,6 +387,7 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
     { "format", required_argument, NULL, 'f' },
     { "watch", optional_argument, NULL, 'w' },
     { "count", required_argument, NULL, 'n' },
+    { "file", required_argument, NULL, 'F' },
     { "wait", no_argument, NULL, 'W' },
     { "progress", no_argument, NULL, 'p' },
     { "map", no_argument, NULL, 'm' },
@@ -439,6 +484,8 @@ main (int argc, char **argv)
   r = parse_command_options (&cl, argc - optind, argv + optind);
   if (r == EXIT_OK && strcmp (cl.command, "set") == 0)
     r = check_assignment (cl.assignment);
+  if (r == EXIT_OK && cl.file && cl.socket)
+    r = usage_error ("stats: -s and --file name two sources: give one");
   if (r != EXIT_OK)
     return r;
   if (strcmp (cl.command, "stats") == 0)
