@@ -442,8 +442,9 @@ def report_fs(t, out, targets):
         "counts the per-slot trims at backend addresses). "
         "*device discards* are the commands the device started during the churn, during "
         "fstrim and in the final flush (for nbdkit discardcache `discardctl flush --wait` "
-        "after the unmount; discardfuse has no control socket, so there it is the "
-        "unmount of discardfuse, which forwards everything as it stops). "
+        "after the unmount; for discardfuse the benchmark does not use its control "
+        "socket: there it is the unmount of discardfuse, which forwards everything as "
+        "it stops). "
         "*allocated* is the device file's allocation after the final flush; *fs used* is "
         "`df`'s used space before unmounting. × is to *no discard (nbdkit nbd)*, as in "
         "section 1.")):

@@ -164,8 +164,9 @@ bench_fuse ()
 # returned), BENCH_STOP_SECS (the stop after it) and BENCH_BEFORE (a file
 # with discardcache's statistics when the client was done, or empty).
 # nbdkit discardcache: `discardctl flush --wait` on its control socket.
-# discardfuse has no control socket: its unmount is the final flush, and
-# MOUNTPOINT/stats the statistics before it.
+# discardfuse (started without ctl=DIR/NAME.ctl, so not found here): its
+# unmount is the final flush, and MOUNTPOINT/stats the statistics before
+# it.
 bench_final_flush ()
 {
     local name=$1 ctl=$BENCH_DIR/$1.ctl t0
