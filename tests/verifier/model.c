@@ -86,21 +86,11 @@ add_event (struct blk *b, uint64_t seq, enum op_type type, uint32_t version,
   b->nhist = b->nhist + 1 >= 2 * HISTORY ? HISTORY : b->nhist + 1;
 }
 
-/* A block's content as the model sees it: the current one, or the
- * durable one.
- */
-struct state {
-  uint32_t version;
-  uint8_t kind;
-  bool may_zero;
-  uint32_t alt[ALT_VERSIONS];
-};
-
 /* A write of version failed: each sector now holds what it held, or
  * the write's data (it may have done part).
  */
 static void
-add_failed_write (struct state *s, uint32_t version)
+add_failed_write (struct blk_state *s, uint32_t version)
 {
   unsigned i;
 
@@ -115,14 +105,14 @@ add_failed_write (struct state *s, uint32_t version)
   for (i = 0; i < ALT_VERSIONS && s->alt[i]; i++)
     ;
   if (i == ALT_VERSIONS)
-    *s = (struct state) { .kind = BLK_UNKNOWN };
+    *s = (struct blk_state) { .kind = BLK_UNKNOWN };
   else
     s->alt[i] = version;
 }
 
 /* The state after one operation on one block. */
 static void
-apply (struct state *s, enum op_type type, uint32_t version, int err)
+apply (struct blk_state *s, enum op_type type, uint32_t version, int err)
 {
   switch (type) {
   case OP_WRITE:
@@ -136,7 +126,7 @@ apply (struct state *s, enum op_type type, uint32_t version, int err)
         s->may_zero = true;
       return;
     }
-    *s = (struct state) {
+    *s = (struct blk_state) {
       .kind = BLK_DATA, .version = type == OP_WRITE ? version : 0,
     };
     return;
@@ -150,40 +140,11 @@ apply (struct state *s, enum op_type type, uint32_t version, int err)
   }
 }
 
-static struct state
-current_state (const struct blk *b)
-{
-  struct state s = {
-    .version = b->version, .kind = b->kind, .may_zero = b->may_zero,
-  };
-
-  memcpy (s.alt, b->alt, sizeof s.alt);
-  return s;
-}
-
-static void
-set_current (struct blk *b, struct state s)
-{
-  b->version = s.version;
-  b->kind = s.kind;
-  b->may_zero = s.may_zero;
-  memcpy (b->alt, s.alt, sizeof b->alt);
-}
-
-static void
-set_durable (struct blk *b, struct state d)
-{
-  b->d_version = d.version;
-  b->d_kind = d.kind;
-  b->d_may_zero = d.may_zero;
-  memcpy (b->d_alt, d.alt, sizeof b->d_alt);
-}
-
 /* Everything the block went through is durable: its current state is. */
 static void
 make_durable (struct blk *b)
 {
-  set_durable (b, current_state (b));
+  b->dur = b->cur;
   b->nafter = 0;
   b->after_overflow = false;
 }
@@ -194,22 +155,19 @@ make_durable (struct blk *b)
  * changes since its durable state).
  */
 static bool
-durable_state (const struct blk *b, uint64_t durable_seq, struct state *d,
+durable_state (const struct blk *b, uint64_t durable_seq, struct blk_state *d,
                unsigned *first_later)
 {
   unsigned i = 0;
 
   if (b->changed_seq <= durable_seq) {
-    *d = current_state (b);
+    *d = b->cur;
     *first_later = b->nafter;
     return true;
   }
   if (b->after_overflow)
     return false;
-  *d = (struct state) {
-    .version = b->d_version, .kind = b->d_kind, .may_zero = b->d_may_zero,
-  };
-  memcpy (d->alt, b->d_alt, sizeof d->alt);
+  *d = b->dur;
   for (; i < b->nafter && b->after[i].seq <= durable_seq; i++)
     apply (d, b->after[i].type, b->after[i].version, b->after[i].err);
   *first_later = i;
@@ -220,7 +178,7 @@ durable_state (const struct blk *b, uint64_t durable_seq, struct state *d,
 static void
 fold_durable (struct blk *b, uint64_t durable_seq)
 {
-  struct state d;
+  struct blk_state d;
   unsigned k;
 
   if (!durable_state (b, durable_seq, &d, &k))
@@ -229,7 +187,7 @@ fold_durable (struct blk *b, uint64_t durable_seq)
     make_durable (b);
     return;
   }
-  set_durable (b, d);
+  b->dur = d;
   memmove (b->after, b->after + k, (b->nafter - k) * sizeof b->after[0]);
   b->nafter -= k;
 }
@@ -259,14 +217,14 @@ model_complete (struct model *m, enum op_type type, uint64_t first,
 
     add_event (b, seq, type, v, fua, err);
     if (type == OP_WRITE || type == OP_ZERO || type == OP_TRIM) {
-      struct state s = current_state (b);
+      struct blk_state s = b->cur;
       struct blk_event ev = {
         .seq = seq, .version = v, .type = type, .fua = fua, .err = err,
       };
 
       note_change (m, b, &ev);
       apply (&s, type, v, err);
-      set_current (b, s);
+      b->cur = s;
       b->changed_seq = seq;
       /* A completed FUA command is durable, and nothing before it on
        * this block can land after it.
@@ -345,7 +303,7 @@ struct allowed {
 };
 
 static void
-allow_state (struct allowed *a, struct state s)
+allow_state (struct allowed *a, struct blk_state s)
 {
   if (s.kind == BLK_UNKNOWN)
     a->anything = true;
@@ -367,12 +325,12 @@ static void
 allowed_contents (const struct model *m, const struct blk *b, bool after_crash,
                   struct allowed *a)
 {
-  struct state d;
+  struct blk_state d;
   unsigned k;
 
   *a = (struct allowed) { .n = 0 };
   if (!after_crash) {
-    allow_state (a, current_state (b));
+    allow_state (a, b->cur);
     return;
   }
   if (!durable_state (b, m->durable_seq, &d, &k)) {
@@ -478,7 +436,7 @@ model_checkable (const struct model *m, uint64_t block, bool after_crash)
 
 /* Add version v (not 0) to what st allows, unless it is there. */
 static void
-allow_version (struct state *st, uint32_t v)
+allow_version (struct blk_state *st, uint32_t v)
 {
   unsigned i;
 
@@ -502,7 +460,7 @@ void
 model_adopt_block (struct model *m, uint64_t block, const void *buf)
 {
   struct blk *b = &m->blk[block];
-  struct state st = { .version = 0, .kind = BLK_DATA, .may_zero = false };
+  struct blk_state st = { .version = 0, .kind = BLK_DATA, .may_zero = false };
   const uint64_t *got = buf;
   bool zeros = false;
 
@@ -512,14 +470,14 @@ model_adopt_block (struct model *m, uint64_t block, const void *buf)
     if (v == 0)
       zeros = true;
     else if (v < 0) {
-      st = (struct state) { .kind = BLK_UNKNOWN }; /* no pattern of ours */
+      st = (struct blk_state) { .kind = BLK_UNKNOWN }; /* no pattern of ours */
       break;
     }
     else
       allow_version (&st, (uint32_t) v);
   }
   st.may_zero = st.kind == BLK_DATA && st.version && zeros;
-  set_current (b, st);
+  b->cur = st;
   make_durable (b);
 }
 

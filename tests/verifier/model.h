@@ -61,21 +61,23 @@ struct blk_event {
   int16_t err;                  /* 0 or the errno it completed with */
 };
 
-struct blk {
+/* What a block may hold (the states above). */
+struct blk_state {
   uint32_t version;             /* DATA: the pattern version, 0 = zeros */
-  uint32_t next_version;        /* last version handed out */
   uint8_t kind;                 /* enum blk_kind */
-  bool may_zero;                /* zeros allowed too (see above) */
+  bool may_zero;                /* zeros allowed too */
   uint32_t alt[ALT_VERSIONS];   /* more versions allowed, 0 = none */
+};
+
+struct blk {
+  struct blk_state cur;         /* as of the last completion */
+  uint32_t next_version;        /* last version handed out */
   bool busy;                    /* an operation on it is in flight */
   uint8_t nhist;                /* events in hist[], at most HISTORY */
   uint64_t changed_seq;         /* completion number of its last change */
   struct blk_event hist[HISTORY]; /* ring, hist[(nhist-1) % HISTORY] newest */
-  /* The durable state (version, kind, may_zero as above) ... */
-  uint32_t d_version;
-  uint8_t d_kind;
-  bool d_may_zero;
-  uint32_t d_alt[ALT_VERSIONS];
+  /* The durable state ... */
+  struct blk_state dur;
   /* ... and the changes since, oldest first; after too many of them
    * the block may hold anything after a crash.
    */
