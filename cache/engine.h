@@ -216,7 +216,10 @@ extern void engine_pause (struct engine *e, bool paused);
 /* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
 extern int engine_set (struct engine *e, const char *key, const char *value);
 
-/* A consistent snapshot of the statistics. */
+/* The statistics: the counters are one snapshot; subgranule_bytes is
+ * summed just before it, a batch of extents per lock hold (so that
+ * polling never stalls requests on a large map).
+ */
 extern void engine_get_stats (struct engine *e, struct engine_stats *st);
 
 #endif /* DISCARDCACHE_ENGINE_H */

@@ -312,35 +312,18 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
   st->pace_mode = e->cfg.budget_ms && e->pace_mode ? e->pace_mode : "off";
 }
 
-/* What a flush can send now: the aligned part of every pending extent. */
-struct forwardable {
-  uint64_t granularity;
-  uint64_t bytes;
-};
-
-static int
-add_forwardable (const struct extent *x, void *opaque)
-{
-  struct forwardable *f = opaque;
-  uint64_t aoff, alen;
-
-  if (policy_aligned_part (x->offset, x->length, f->granularity, &aoff, &alen))
-    f->bytes += alen;
-  return 0;
-}
-
 void
 engine_flush_begin (struct engine *e, struct engine_flush *f)
 {
-  struct forwardable sum = { .granularity = e->granularity };
+  uint64_t forwardable, subgranule;
 
+  engine_sum_pending (e, &forwardable, &subgranule);
   pthread_mutex_lock (&e->lock);
   f->ticket = ++e->flush_requested;
   f->start_ms = engine_now_ms ();
   f->forwarded = e->stats.forwarded;
   f->forwarded_bytes = e->stats.forwarded_bytes;
-  extmap_iterate (e->map, 0, add_forwardable, &sum);
-  f->total_bytes = sum.bytes;
+  f->total_bytes = forwardable;
   pthread_cond_broadcast (&e->wakeup);
   pthread_mutex_unlock (&e->lock);
 }

@@ -200,8 +200,9 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
 }
 
 /* Sweep in address order for the first eligible extent with a whole
- * granule inside: used only when the largest eligible extent is itself
- * smaller than a granule, so the map is mostly fragments.
+ * granule inside: used only when the largest eligible extent, at least
+ * a granule long but under two, straddles a granule boundary, so that a
+ * shorter one placed better may still hold a whole granule.
  */
 struct sweep {
   uint32_t cutoff;
@@ -246,6 +247,13 @@ engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
     struct sweep s = { .cutoff = cutoff, .minlen = minlen,
                        .granularity = e->granularity };
 
+    /* No eligible extent is longer than x: under a granule, none holds a
+     * whole one, and a sweep over a map of fragments would hold the lock
+     * through every one of them for nothing, at every trim that wakes
+     * the flusher.
+     */
+    if (x.length < e->granularity)
+      return false;
     if (extmap_iterate (e->map, 0, sweep_visit, &s) == 0)
       return false;
     x = s.found;

@@ -119,6 +119,43 @@ test_flush_ignores_delay_minlen_pause (void **state)
   engine_close (e);
 }
 
+/* The totals are summed a batch of extents per lock hold (512 at a
+ * time): 1,024 extents that cannot merge, in three kinds across the
+ * batch boundary, must each be counted exactly once.
+ */
+static void
+test_totals_across_batches (void **state)
+{
+  static const char *const keys[] = { "delay", "1h", "ctl", "none", NULL };
+  struct engine *e = open_engine (NULL, keys);
+  struct engine_flush f;
+  uint64_t whole = 0, fragments = 0;
+
+  for (uint64_t b = 0; b < DISK / (4 * KiB); b++) {
+    uint64_t at = b * 4 * KiB;
+
+    switch (b % 3) {
+    case 0:                     /* a whole granule */
+      assert_int_equal (engine_trim (e, at, 4 * KiB, false), 0);
+      whole += 4 * KiB;
+      break;
+    case 1:                     /* apart from the granule before it */
+      assert_int_equal (engine_trim (e, at + KiB, KiB, false), 0);
+      fragments += KiB;
+      break;
+    default:
+      assert_int_equal (engine_trim (e, at + 2 * KiB, 512, false), 0);
+      fragments += 512;
+    }
+  }
+  assert_int_equal (stats (e).pending_extents, DISK / (4 * KiB));
+  assert_int_equal (stats (e).pending_bytes, whole + fragments);
+  assert_int_equal (stats (e).subgranule_bytes, fragments);
+  engine_flush_begin (e, &f);
+  assert_int_equal (f.total_bytes, whole);
+  engine_close (e);
+}
+
 static void
 test_flush_reports_error (void **state)
 {
@@ -297,6 +334,7 @@ main (void)
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
     T (test_flush_ignores_delay_minlen_pause),
+    T (test_totals_across_batches),
     T (test_flush_reports_error),
     T (test_flush_ends_at_stop),
     T (test_explicit_socket),

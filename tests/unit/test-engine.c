@@ -187,6 +187,28 @@ test_alignment_keeps_fragments (void **state)
   assert_int_equal (stats ().forwarded_bytes, 12 * KiB);
 }
 
+/* The largest extent may hold no whole granule while a shorter one,
+ * placed better, does: that one goes.  With fragments alone, nothing.
+ */
+static void
+test_shorter_extent_holding_a_granule_goes (void **state)
+{
+  static const char *const keys[] = { "granularity", "64k", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 10 * KiB, 100 * KiB, false), 0);
+  assert_int_equal (engine_trim (fx.e, 200 * KiB, 8 * KiB, false), 0);
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (calls (c), 0);
+  assert_int_equal (engine_trim (fx.e, 256 * KiB, 64 * KiB, false), 0);
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
+  assert_int_equal (calls (c), 1);
+  assert_int_equal (c[0].offset, 256 * KiB);
+  assert_int_equal (c[0].length, 64 * KiB);
+  assert_int_equal (stats ().pending_bytes, 108 * KiB);
+}
+
 static void
 test_granularity_key_coarsens (void **state)
 {
@@ -554,6 +576,7 @@ main (void)
     T (test_zero_cancels),
     T (test_merge_counts),
     T (test_alignment_keeps_fragments),
+    T (test_shorter_extent_holding_a_granule_goes),
     T (test_granularity_key_coarsens),
     cmocka_unit_test (test_granularity_below_backend_refused),
     T (test_max_discard_splits),
