@@ -48,7 +48,8 @@ def load_fio(path):
 def fio_side(job, side):
     d = job[side]
     pct = d["clat_ns"].get("percentile", {})
-    out = {"iops": d["iops"], "bw_mib": d["bw_bytes"] / MiB, "ios": d["total_ios"]}
+    out = {"iops": d["iops"], "bw_mib": d["bw_bytes"] / MiB, "ios": d["total_ios"],
+           "max": d["clat_ns"]["max"] / 1e6}
     for p, v in pct.items():
         out["p" + p.rstrip("0").rstrip(".")] = v / 1e6     # ms
     return out
@@ -117,8 +118,8 @@ def record(args):
     for kv in args.num or []:
         k, v = kv.split("=", 1)
         rec[k] = float(v)
-    if args.fio:
-        record_fio(rec, args.fio)
+    for path in args.fio or []:
+        record_fio(rec, path)
     if args.devlog:
         phases = [(n, float(t)) for n, t in (p.split("=", 1) for p in args.phase)]
         record_devlog(rec, args.devlog, phases, args.timeline)
@@ -441,10 +442,8 @@ def report_fs(t, out, targets):
         "(thin mode's row: its `thin_trims`, the client's requests; its `trims` "
         "counts the per-slot trims at backend addresses). "
         "*device discards* are the commands the device started during the churn, during "
-        "fstrim and in the final flush (for nbdkit discardcache `discardctl flush --wait` "
-        "after the unmount; for discardfuse the benchmark does not use its control "
-        "socket: there it is the unmount of discardfuse, which forwards everything as "
-        "it stops). "
+        "fstrim and in the final flush (`discardctl flush --wait` after the "
+        "filesystem's unmount, for nbdkit discardcache and discardfuse alike). "
         "*allocated* is the device file's allocation after the final flush; *fs used* is "
         "`df`'s used space before unmounting. × is to *no discard (nbdkit nbd)*, as in "
         "section 1.")):
@@ -626,6 +625,9 @@ def report_memory(t, out, targets):
         return
     out.append("## 4. Memory per pending extent\n")
     for case in t.cases:
+        if t.med(case, "dc", "rss_after") is None:
+            report_fragments(t, case, out)
+            continue
         rs = t.reps(case, "dc")
         before, after = t.med(case, "dc", "rss_before"), t.med(case, "dc", "rss_after")
         ext = t.med(case, "dc", "extents")
@@ -639,7 +641,7 @@ def report_memory(t, out, targets):
             "%s. (One run in a full "
             "run: a million TRIMs and their final flush take 40 s; runs while the "
             "benchmark was written gave 24.7 to 26.3 bytes per extent.)\n"
-            % (case, "median of %d runs" % len(rs) if len(rs) > 1 else "one run"))
+            % (case, runs_note(len(rs))))
         out.append(md_table(
             ["pending extents", "VmRSS before MiB", "VmRSS after MiB", "bytes per extent",
              "map's own bytes per extent", "trims/s accepted", "final flush of all of them s"],
@@ -647,6 +649,46 @@ def report_memory(t, out, targets):
               fmt(t.med(case, "dc", "frag_trim_iops"), 0), fmt(t.med(case, "dc", "flush_s"))]]))
         out.append("")
         targets.append(("4. memory, " + case, verdict(per <= 48, "%.1f bytes per pending extent in the whole process (target ≤ 48)" % per)))
+        report_stats_stall(t, case, out)
+
+
+def report_stats_stall(t, case, out):
+    """Client writes alone and while discardctl stats polls the full map."""
+    if t.med(case, "dc", "polled_write_max") is None:
+        return
+    out.append(
+        "With those extents pending: QD 1 4 KiB random writes to a spare MiB (fio, %s s "
+        "each), alone and while `discardctl stats` runs back to back (%s calls/s). Each "
+        "call totals the whole map; the engine takes its lock for 512 extents at a time, "
+        "so the writes' worst latencies show whether polling stalls clients.\n"
+        % (fmt(t.med(case, "dc", "stall_s"), 0), fmt(t.med(case, "dc", "stats_calls_per_s"), 0)))
+    rows = [[job, fmt(t.med(case, "dc", job + "_write_iops"), 0)]
+            + [fmt(t.med(case, "dc", "%s_write_%s" % (job, k)), 3) for k in ("p50", "p99", "p99.9", "max")]
+            for job in ("alone", "polled")]
+    out.append(md_table(["writes", "IOPS", "p50 ms", "p99 ms", "p99.9 ms", "max ms"], rows))
+    out.append("")
+
+
+def report_fragments(t, case, out):
+    """Client writes alone and beside TRIMs while fragments are pending."""
+    out.append(
+        "%s: fio trimmed every other 4 KiB block on a sparse file, "
+        "discardcache `granularity=64k delay=0 idle=0`, so none can be sent. Then QD 1 "
+        "4 KiB random writes to a spare MiB (%s s each), alone and beside 4 KiB random "
+        "TRIMs at 500/s over the fragments; every TRIM wakes the flusher, which must not "
+        "look through every fragment with the lock held; %s.\n"
+        % (case, fmt(t.med(case, "dc", "stall_s"), 0), runs_note(len(t.reps(case, "dc")))))
+    rows = [[job, fmt(t.med(case, "dc", job + "_write_iops"), 0)]
+            + [fmt(t.med(case, "dc", "%s_write_%s" % (job, k)), 3) for k in ("p50", "p99", "max")]
+            for job in ("quiet", "beside")]
+    rows[1].append(fmt(t.med(case, "dc", "trims_trim_p99"), 3))
+    rows[0].append("–")
+    out.append(md_table(["writes", "IOPS", "p50 ms", "p99 ms", "max ms", "TRIM p99 ms"], rows))
+    out.append("")
+
+
+def runs_note(n):
+    return "median of %d runs" % n if n > 1 else "one run"
 
 
 def plot_data(t, outdir):
@@ -805,10 +847,10 @@ def report(args):
         "meta=FILE`, a fresh map each run; in section 3 one map kept from run to run), where the build has it (this run: %s). *discardfuse* "
         "(filesystem rows): the FUSE front-end with default keys in place of nbdkit + "
         "nbdfuse, and *no discard (discardfuse)* the same without `-o discard`. "
-        "The final flush of nbdkit discardcache is timed as `discardctl flush --wait` "
-        "on its control socket (`ctl=`) once the client is done, after "
-        "`discardctl stats` has said what was still pending; stopping nbdkit (SIGTERM) "
-        "after it is timed apart.\n" % meta.get("thin", "not probed"))
+        "The final flush of discardcache (nbdkit or discardfuse) is timed as "
+        "`discardctl flush --wait` on its control socket (`ctl=`) once the client is "
+        "done, after `discardctl stats` has said what was still pending; stopping it "
+        "(SIGTERM, or discardfuse's unmount) after it is timed apart.\n" % meta.get("thin", "not probed"))
     if targets:
         out.append("## Targets\n")
         out.append(md_table(["where", "result"], [[w, v] for w, v in targets]))
@@ -851,7 +893,7 @@ def main():
     r.add_argument("--set", action="append")
     r.add_argument("--num", action="append")
     r.add_argument("--text", action="append")
-    r.add_argument("--fio")
+    r.add_argument("--fio", action="append", help="fio JSON output (repeatable)")
     r.add_argument("--devlog")
     r.add_argument("--phase", action="append", default=[])
     r.add_argument("--timeline", action="store_true")

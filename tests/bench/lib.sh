@@ -112,8 +112,8 @@ bench_is_dc () { [[ $1 == dc* || $1 == thin || $1 == fuse* ]]; }
 
 # bench_contender NAME KIND BACKEND [KEYS...]: start contender KIND in
 # front of BACKEND (an NBD URI, or a file for "file"), as server NAME.
-# discardcache writes its statistics to DIR/NAME.stats.json; nbdkit
-# discardcache listens for discardctl on DIR/NAME.ctl.
+# discardcache (nbdkit or discardfuse) writes its statistics to
+# DIR/NAME.stats.json and listens for discardctl on DIR/NAME.ctl.
 bench_contender ()
 {
     local name=$1 kind=$2 backend=$3
@@ -136,11 +136,11 @@ bench_contender ()
         bench_start "$name" "${dc[@]}" thin=on slot=64K meta="$BENCH_DIR/$name.meta" "$@" ;;
     fuse|fuse-nodiscard)
         bench_fuse "$name" "$BENCH_DIR/stack/fuse" backend="$backend" \
-            statsfile="$BENCH_DIR/$name.stats.json" "$@" ;;
+            statsfile="$BENCH_DIR/$name.stats.json" ctl="$BENCH_DIR/$name.ctl" "$@" ;;
     *)
         fail "bench_contender: unknown contender $kind" ;;
     esac
-    [[ $kind == fuse* ]] || ! bench_is_dc "$kind" || wait_for_ctl "$BENCH_DIR/$name.ctl"
+    ! bench_is_dc "$kind" || wait_for_ctl "$BENCH_DIR/$name.ctl"
 }
 
 # bench_fuse NAME MOUNTPOINT KEYS...: discardfuse -f KEYS MOUNTPOINT, kept
@@ -163,10 +163,10 @@ bench_fuse ()
 # for contenders that hold nothing), BENCH_FLUSH_END (wall clock, when it
 # returned), BENCH_STOP_SECS (the stop after it) and BENCH_BEFORE (a file
 # with discardcache's statistics when the client was done, or empty).
-# nbdkit discardcache: `discardctl flush --wait` on its control socket.
-# discardfuse (started without ctl=DIR/NAME.ctl, so not found here): its
-# unmount is the final flush, and MOUNTPOINT/stats the statistics before
-# it.
+# discardcache (nbdkit or discardfuse): `discardctl flush --wait` on its
+# control socket.  A discardfuse without one (none of the benchmark's):
+# its unmount is the final flush, and MOUNTPOINT/stats the statistics
+# before it.
 bench_final_flush ()
 {
     local name=$1 ctl=$BENCH_DIR/$1.ctl t0
