@@ -218,7 +218,7 @@ extern int engine_set (struct engine *e, const char *key, const char *value);
 
 /* The statistics: the counters are one snapshot; subgranule_bytes is
  * summed just before it, a batch of extents per lock hold (so that
- * polling never stalls requests on a large map).
+ * polling never holds the lock for the whole of a large map).
  */
 extern void engine_get_stats (struct engine *e, struct engine_stats *st);
 
