@@ -662,9 +662,7 @@ def report_stats_stall(t, case, out):
         "call totals the whole map; the engine takes its lock for 512 extents at a time, "
         "so the writes' worst latencies show whether polling stalls clients.\n"
         % (fmt(t.med(case, "dc", "stall_s"), 0), fmt(t.med(case, "dc", "stats_calls_per_s"), 0)))
-    rows = [[job, fmt(t.med(case, "dc", job + "_write_iops"), 0)]
-            + [fmt(t.med(case, "dc", "%s_write_%s" % (job, k)), 3) for k in ("p50", "p99", "p99.9", "max")]
-            for job in ("alone", "polled")]
+    rows = write_rows(t, case, ("alone", "polled"), ("p50", "p99", "p99.9", "max"))
     out.append(md_table(["writes", "IOPS", "p50 ms", "p99 ms", "p99.9 ms", "max ms"], rows))
     out.append("")
 
@@ -678,13 +676,18 @@ def report_fragments(t, case, out):
         "TRIMs at 500/s over the fragments; every TRIM wakes the flusher, which must not "
         "look through every fragment with the lock held; %s.\n"
         % (case, fmt(t.med(case, "dc", "stall_s"), 0), runs_note(len(t.reps(case, "dc")))))
-    rows = [[job, fmt(t.med(case, "dc", job + "_write_iops"), 0)]
-            + [fmt(t.med(case, "dc", "%s_write_%s" % (job, k)), 3) for k in ("p50", "p99", "max")]
-            for job in ("quiet", "beside")]
+    rows = write_rows(t, case, ("quiet", "beside"), ("p50", "p99", "max"))
     rows[1].append(fmt(t.med(case, "dc", "trims_trim_p99"), 3))
     rows[0].append("–")
     out.append(md_table(["writes", "IOPS", "p50 ms", "p99 ms", "max ms", "TRIM p99 ms"], rows))
     out.append("")
+
+
+def write_rows(t, case, jobs, latencies):
+    """A row per fio job of discardcache: its write IOPS, then latencies in ms."""
+    return [[job, fmt(t.med(case, "dc", job + "_write_iops"), 0)]
+            + [fmt(t.med(case, "dc", "%s_write_%s" % (job, k)), 3) for k in latencies]
+            for job in jobs]
 
 
 def runs_note(n):
