@@ -86,28 +86,41 @@ add_event (struct blk *b, uint64_t seq, enum op_type type, uint32_t version,
   b->nhist = b->nhist + 1 >= 2 * HISTORY ? HISTORY : b->nhist + 1;
 }
 
+/* Add version v (not 0) to what s allows, unless it is there.  False
+ * when version and alt[] are full.
+ */
+static bool
+allow_version (struct blk_state *s, uint32_t v)
+{
+  unsigned i;
+
+  if (s->version == 0) {
+    s->version = v;
+    return true;
+  }
+  if (s->version == v)
+    return true;
+  for (i = 0; i < ALT_VERSIONS && s->alt[i] && s->alt[i] != v; i++)
+    ;
+  if (i == ALT_VERSIONS)
+    return false;
+  s->alt[i] = v;
+  return true;
+}
+
 /* A write of version failed: each sector now holds what it held, or
  * the write's data (it may have done part).
  */
 static void
 add_failed_write (struct blk_state *s, uint32_t version)
 {
-  unsigned i;
-
   if (s->kind != BLK_DATA)
     return;
-  if (s->version == 0) {
-    /* Zeros or the new data per sector is what a trim of it allows. */
-    s->version = version;
+  /* Zeros or the new data per sector is what a trim of it allows. */
+  if (s->version == 0)
     s->may_zero = true;
-    return;
-  }
-  for (i = 0; i < ALT_VERSIONS && s->alt[i]; i++)
-    ;
-  if (i == ALT_VERSIONS)
+  if (!allow_version (s, version))
     *s = (struct blk_state) { .kind = BLK_UNKNOWN };
-  else
-    s->alt[i] = version;
 }
 
 /* The state after one operation on one block. */
@@ -434,27 +447,9 @@ model_checkable (const struct model *m, uint64_t block, bool after_crash)
   return !a.anything;
 }
 
-/* Add version v (not 0) to what st allows, unless it is there. */
-static void
-allow_version (struct blk_state *st, uint32_t v)
-{
-  unsigned i;
-
-  if (st->version == 0) {
-    st->version = v;
-    return;
-  }
-  if (st->version == v)
-    return;
-  for (i = 0; i < ALT_VERSIONS && st->alt[i] && st->alt[i] != v; i++)
-    ;
-  if (i < ALT_VERSIONS)
-    st->alt[i] = v;
-}
-
 /* A block torn between versions (a write that landed in part) allows
  * each of them, and zeros if some sector held zeros: its 8 sectors
- * always fit in version and alt[].
+ * always fit in version and alt[], so allow_version cannot fail here.
  */
 void
 model_adopt_block (struct model *m, uint64_t block, const void *buf)
