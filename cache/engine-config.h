@@ -1,5 +1,6 @@
 /* discardcache: the engine's settings, parsed from key=value pairs in the
- * same way by every front-end (nbdkit plugin, FUSE).
+ * same way by every front-end (the service layer's key table dispatches
+ * the engine's keys here).
  */
 #ifndef DISCARDCACHE_ENGINE_CONFIG_H
 #define DISCARDCACHE_ENGINE_CONFIG_H
@@ -13,8 +14,6 @@ enum on_full_policy {
 };
 
 struct engine_config {
-  char *backend;               /* path or NBD URI (owned) */
-  bool read_only;
   uint64_t delay_ms;           /* a trim waits this long before forwarding */
   uint64_t minlen;             /* shorter pending extents are not forwarded by the flusher */
   uint64_t granularity;        /* 0: the backend's discard granularity */
@@ -26,19 +25,31 @@ struct engine_config {
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */
-  char *ctl;                   /* control socket path (owned); NULL: default */
-  bool ctl_disabled;           /* ctl=none */
   char *state;                 /* state file path (owned); NULL: none */
-  bool thin;                   /* thin=on: map logical slots to physical */
-  uint64_t slot;               /* thin slot size, a power of two */
-  uint64_t size;               /* thin exported size; 0: the backend's */
-  char *meta;                  /* thin map and journal (owned) */
 };
 
 /* The keys engine_set accepts while running, for messages. */
 extern const char engine_config_runtime_keys[];
 
-/* Help text for the keys, one per line, "key=VALUE  explanation". */
+/* Help text for the keys, one per line, "key=VALUE  explanation" (the
+ * macro is a string literal, for front-ends that need a constant).
+ */
+#define ENGINE_CONFIG_HELP \
+  "delay=DURATION           Age before a pending discard is forwarded (30s).\n" \
+  "minlen=SIZE              Flusher skips shorter pending extents (0).\n" \
+  "granularity=auto|SIZE    Discard alignment, a power of two (auto).\n" \
+  "max-discard=auto|SIZE    Largest discard sent to the backend (auto).\n" \
+  "idle=DURATION            Client quiet time before forwarding (200ms).\n" \
+  "rate=N                   At most N discards per second, 0 = no limit (0).\n" \
+  "budget=DURATION          Pace forwarding by its measured cost: the extra\n" \
+  "                         client p99 latency it may cause, also under\n" \
+  "                         sustained load; replaces idle and rate (off).\n" \
+  "max-extents=N            Bound on pending extents (1M).\n" \
+  "on-full=forward|drop     What to do at max-extents (forward).\n" \
+  "flush-discards=BOOL      Client FLUSH forwards pending discards (false).\n" \
+  "passthrough=BOOL         Forward every trim at once, no caching (false).\n" \
+  "state=FILE               Save pending discards here at a clean stop and\n" \
+  "                         load them at the next start (none)."
 extern const char engine_config_help[];
 
 /* Fill in the defaults documented in the man page. */
@@ -58,11 +69,6 @@ extern int engine_config_copy (struct engine_config *dst,
  */
 extern int engine_config_set (struct engine_config *cfg, const char *key,
                               const char *value);
-
-/* Check what single keys cannot: backend present, meta= with thin=on.
- * Returns 0 or -1.
- */
-extern int engine_config_complete (const struct engine_config *cfg);
 
 /* Whether key may be changed while the engine runs (control socket). */
 extern bool engine_config_key_is_runtime (const char *key);

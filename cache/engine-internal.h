@@ -17,9 +17,6 @@
 #include "extmap.h"
 #include "pacing.h"
 
-struct ctl_server;
-struct thin;
-
 /* A discard being sent; lives on the sending thread's stack. */
 struct inflight {
   uint64_t offset;
@@ -54,9 +51,6 @@ struct engine {
   uint64_t flush_completed;         /* ... and finished by the flusher */
   int flush_errno;                  /* why the last one stopped early, or 0 */
   bool state_saved;                 /* engine_stop wrote the state file */
-
-  struct ctl_server *ctl;           /* control socket, NULL if none */
-  struct thin *thin;                /* thin=on: the slot map, else NULL */
 
   /* budget=: what is measured, and what the flusher decided last. */
   struct pace_meter pace;
@@ -152,34 +146,5 @@ extern int engine_state_load (struct engine *e);
 
 /* Write the pending extents to the state file atomically.  0 or -1. */
 extern int engine_state_save (struct engine *e);
-
-/* The identity-mode data path at backend addresses (thin mode sends
- * each slot's part of a request here; engine.h has the semantics).
- */
-extern int engine_phys_pread (struct engine *e, void *buf, uint32_t count,
-                              uint64_t offset);
-extern int engine_phys_pwrite (struct engine *e, const void *buf,
-                               uint32_t count, uint64_t offset, bool fua);
-extern int engine_phys_zero (struct engine *e, uint64_t offset,
-                             uint64_t length, bool may_trim, bool fua,
-                             bool fast);
-extern int engine_phys_trim (struct engine *e, uint64_t offset,
-                             uint64_t length, bool fua);
-/* client_flush: a client's FLUSH, which also forwards what is pending
- * under flush-discards=true; thin mode's own commits only flush data.
- */
-extern int engine_phys_flush (struct engine *e, bool client_flush);
-extern int engine_phys_extents (struct engine *e, uint64_t offset,
-                                uint64_t length, backend_extent_fn fn,
-                                void *opaque);
-
-/* Whether [offset, offset+length) lies within size bytes (and, for a
- * write, the backend is writable).  0, or -1 with errno (reported).
- */
-extern int engine_check_range (const struct engine *e, uint64_t size,
-                               uint64_t offset, uint64_t length, bool write);
-
-/* Make a rename or unlink in path's directory durable.  0 or -1. */
-extern int engine_fsync_dir (const char *path);
 
 #endif /* DISCARDCACHE_ENGINE_INTERNAL_H */

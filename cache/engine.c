@@ -9,12 +9,10 @@
 #include <time.h>
 
 #include "arith.h"
-#include "ctl.h"
 #include "engine-internal.h"
 #include "grow.h"
 #include "log.h"
 #include "policy.h"
-#include "thin-engine.h"
 
 /* Rebase the extent map's 32-bit millisecond ticks well before they
  * wrap (2^31 ms is about 24 days).
@@ -115,7 +113,7 @@ init_sync (struct engine *e)
 }
 
 struct engine *
-engine_open_backend (const struct engine_config *cfg, struct backend *b)
+engine_open (const struct engine_config *cfg, struct backend *b)
 {
   struct engine *e = calloc (1, sizeof *e);
 
@@ -130,10 +128,8 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
     free (e);
     return NULL;
   }
-  if (e->cfg.backend == NULL)
-    e->cfg.backend = strdup (b->identity.name);
   e->map = extmap_new ();
-  if (e->cfg.backend == NULL || e->map == NULL) {
+  if (e->map == NULL) {
     dc_error ("engine: out of memory");
     goto err;
   }
@@ -146,20 +142,16 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   atomic_init (&e->discards_inflight, 0);
   atomic_init (&e->discard_events, 0);
   pace_meter_init (&e->pace, engine_now_ns ());
-  if (e->cfg.thin && thin_open (e) == -1)
-    goto err_sync;
   /* Before the first request: invariant 4. */
   if (e->cfg.state && engine_state_load (e) == -1)
-    goto err_thin;
+    goto err_sync;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
-            e->cfg.backend, b->ops->kind, b->size, e->granularity,
+            b->identity.name, b->ops->kind, b->size, e->granularity,
             e->chunk_limit,
             e->forwarding_disabled ? "unsupported" : "supported");
   return e;
 
- err_thin:
-  thin_close (e);
  err_sync:
   pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
@@ -178,35 +170,15 @@ engine_open_backend (const struct engine_config *cfg, struct backend *b)
   }
 }
 
-struct engine *
-engine_open (const struct engine_config *cfg)
-{
-  struct backend *b = backend_open (cfg->backend, cfg->read_only);
-
-  return b ? engine_open_backend (cfg, b) : NULL;
-}
-
-/* The control socket first: at an explicit path, failing it fails the
- * start before any thread runs.
- */
 int
 engine_start (struct engine *e)
 {
   int err;
 
-  if (!e->cfg.ctl_disabled) {
-    e->ctl = ctl_start (e, e->cfg.ctl);
-    if (e->ctl == NULL && e->cfg.ctl != NULL)
-      return -1;
-  }
-  else
-    dc_debug ("ctl=none: no control socket");
   err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;
     dc_error ("engine: cannot start the flusher thread: %m");
-    ctl_stop (e->ctl);
-    e->ctl = NULL;
     return -1;
   }
   e->thread_running = true;
@@ -258,8 +230,6 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
 {
   uint64_t deadline = engine_now_ms () + timeout_ms;
 
-  ctl_stop (e->ctl);
-  e->ctl = NULL;
   pthread_mutex_lock (&e->lock);
   e->stopping = true;
   pthread_cond_broadcast (&e->wakeup);
@@ -293,9 +263,8 @@ engine_close (struct engine *e)
   /* Not stopped yet (a front-end failed between open and start, say):
    * stop now, so that a state file is still written.
    */
-  if (e->thread_running || e->ctl || (e->cfg.state && !e->state_saved))
+  if (e->thread_running || (e->cfg.state && !e->state_saved))
     engine_stop (e, 0);
-  thin_close (e);
   backend_close (e->backend);
   extmap_free (e->map);
   pthread_cond_destroy (&e->flushed);
@@ -309,17 +278,25 @@ engine_close (struct engine *e)
 uint64_t
 engine_size (const struct engine *e)
 {
-  if (e->thin)
-    return thin_size (e->thin);
   return e->backend->size;
 }
 
 const struct backend_limits *
 engine_limits (const struct engine *e)
 {
-  if (e->thin)
-    return thin_limits (e->thin);
   return &e->backend->limits;
+}
+
+const struct backend_identity *
+engine_identity (const struct engine *e)
+{
+  return &e->backend->identity;
+}
+
+uint64_t
+engine_granularity (const struct engine *e)
+{
+  return e->granularity;
 }
 
 /* Requests in progress and the end of the last one tell the flusher
@@ -360,9 +337,9 @@ request_end (struct engine *e, const struct request *rq)
   atomic_fetch_sub (&e->active_requests, 1);
 }
 
-int
-engine_check_range (const struct engine *e, uint64_t size, uint64_t offset,
-                    uint64_t length, bool write)
+static int
+check_range (const struct engine *e, uint64_t offset, uint64_t length,
+             bool write)
 {
   uint64_t end;
 
@@ -370,20 +347,14 @@ engine_check_range (const struct engine *e, uint64_t size, uint64_t offset,
     errno = EROFS;
     return -1;
   }
-  if (length == 0 || ADD_OVERFLOW (offset, length, &end) || end > size) {
-    dc_error ("request [%" PRIu64 ", +%" PRIu64 ") is outside the disk "
-              "(size %" PRIu64 ")", offset, length, size);
+  if (length == 0 || ADD_OVERFLOW (offset, length, &end) ||
+      end > e->backend->size) {
+    dc_error ("request [%" PRIu64 ", +%" PRIu64 ") is outside the backend "
+              "(size %" PRIu64 ")", offset, length, e->backend->size);
     errno = EINVAL;
     return -1;
   }
   return 0;
-}
-
-static int
-check_range (const struct engine *e, uint64_t offset, uint64_t length,
-             bool write)
-{
-  return engine_check_range (e, e->backend->size, offset, length, write);
 }
 
 /* Without memory to split an extent, cancel every overlapping extent
@@ -501,7 +472,7 @@ collect_zero_ranges (struct engine *e, struct zero_list *z)
 }
 
 int
-engine_phys_pread (struct engine *e, void *buf, uint32_t count,
+engine_pread (struct engine *e, void *buf, uint32_t count,
                    uint64_t offset)
 {
   struct zero_list z = { .start = offset, .end = offset + count };
@@ -524,7 +495,7 @@ engine_phys_pread (struct engine *e, void *buf, uint32_t count,
 }
 
 int
-engine_phys_pwrite (struct engine *e, const void *buf, uint32_t count,
+engine_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
 {
   struct request rq;
@@ -540,7 +511,7 @@ engine_phys_pwrite (struct engine *e, const void *buf, uint32_t count,
 }
 
 int
-engine_phys_zero (struct engine *e, uint64_t offset, uint64_t length,
+engine_zero (struct engine *e, uint64_t offset, uint64_t length,
                   bool may_trim, bool fua, bool fast)
 {
   struct request rq;
@@ -628,7 +599,7 @@ record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
 }
 
 int
-engine_phys_trim (struct engine *e, uint64_t offset, uint64_t length,
+engine_trim (struct engine *e, uint64_t offset, uint64_t length,
                   bool fua)
 {
   int r = 0;
@@ -691,6 +662,19 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   return r;
 }
 
+static int
+flush (struct engine *e, bool forward_first)
+{
+  int r;
+
+  request_begin (e, NULL);
+  if (forward_first)
+    engine_drain (e, NULL, NULL);
+  r = e->backend->ops->flush (e->backend);
+  request_end (e, NULL);
+  return r;
+}
+
 /* With flush-discards, pending discards go out first.  A discard that
  * fails stays pending, is retried and counted (invariant 5), but it
  * does not fail the flush: FLUSH promises durable writes, a discard is
@@ -698,20 +682,32 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
  * its data for lost and shuts down.
  */
 int
-engine_phys_flush (struct engine *e, bool client_flush)
+engine_flush (struct engine *e)
 {
-  int r;
+  return flush (e, e->cfg.flush_discards);
+}
 
-  request_begin (e, NULL);
-  if (client_flush && e->cfg.flush_discards)
-    engine_drain (e, NULL, NULL);
-  r = e->backend->ops->flush (e->backend);
-  request_end (e, NULL);
+int
+engine_flush_data (struct engine *e)
+{
+  return flush (e, false);
+}
+
+bool
+engine_discard_pending (struct engine *e, uint64_t offset, uint64_t length)
+{
+  struct extent x;
+  bool r;
+
+  pthread_mutex_lock (&e->lock);
+  r = extmap_find_overlap (e->map, offset, length, &x) ||
+      engine_overlaps_inflight_locked (e, offset, length);
+  pthread_mutex_unlock (&e->lock);
   return r;
 }
 
 int
-engine_phys_extents (struct engine *e, uint64_t offset, uint64_t length,
+engine_extents (struct engine *e, uint64_t offset, uint64_t length,
                      backend_extent_fn fn, void *opaque)
 {
   int r;
@@ -782,17 +778,6 @@ engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
   return d.n;
 }
 
-ssize_t
-engine_dump_map_batch (struct engine *e, uint64_t from, uint64_t *logical,
-                       uint32_t *physical, size_t max)
-{
-  if (e->thin == NULL) {
-    errno = ENOTSUP;
-    return -1;
-  }
-  return thin_dump_batch (e->thin, from, logical, physical, max);
-}
-
 /* Extents copied per lock hold when a total walks the map: the whole
  * map at a million extents holds the lock for milliseconds, and every
  * client request waits that long; a batch takes microseconds.
@@ -841,53 +826,4 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->max_extents = e->cfg.max_extents;
   engine_pace_stats_locked (e, st);
   pthread_mutex_unlock (&e->lock);
-  if (e->thin)
-    thin_get_stats (e->thin, st);
-}
-
-/* The data path: thin mode cuts each request per slot and comes back
- * to the engine_phys_* functions at the physical addresses.
- */
-int
-engine_pread (struct engine *e, void *buf, uint32_t count, uint64_t offset)
-{
-  return e->thin ? thin_pread (e->thin, buf, count, offset)
-                 : engine_phys_pread (e, buf, count, offset);
-}
-
-int
-engine_pwrite (struct engine *e, const void *buf, uint32_t count,
-               uint64_t offset, bool fua)
-{
-  return e->thin ? thin_pwrite (e->thin, buf, count, offset, fua)
-                 : engine_phys_pwrite (e, buf, count, offset, fua);
-}
-
-int
-engine_zero (struct engine *e, uint64_t offset, uint64_t length,
-             bool may_trim, bool fua, bool fast)
-{
-  return e->thin ? thin_zero (e->thin, offset, length, may_trim, fua, fast)
-                 : engine_phys_zero (e, offset, length, may_trim, fua, fast);
-}
-
-int
-engine_trim (struct engine *e, uint64_t offset, uint64_t length, bool fua)
-{
-  return e->thin ? thin_trim (e->thin, offset, length, fua)
-                 : engine_phys_trim (e, offset, length, fua);
-}
-
-int
-engine_flush (struct engine *e)
-{
-  return e->thin ? thin_flush (e->thin) : engine_phys_flush (e, true);
-}
-
-int
-engine_extents (struct engine *e, uint64_t offset, uint64_t length,
-                backend_extent_fn fn, void *opaque)
-{
-  return e->thin ? thin_extents (e->thin, offset, length, fn, opaque)
-                 : engine_phys_extents (e, offset, length, fn, opaque);
 }

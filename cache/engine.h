@@ -1,6 +1,8 @@
-/* discardcache: the engine, the thread-safe front that every front-end
- * (nbdkit plugin, FUSE) drives.  It owns the backend, the extent map of
- * pending discards, the in-flight list and the flusher thread.
+/* discardcache: the engine, the discard cache itself.  It owns the
+ * backend, the extent map of pending discards, the in-flight list and
+ * the flusher thread.  The volume layer above (identity or thin) drives
+ * it through this header alone, at backend addresses; the engine knows
+ * nothing of volumes, sockets or front-ends.
  *
  * Invariant 1: a write or zero removes the overlapping pending range
  * before it reaches the backend, and waits for any overlapping discard
@@ -54,24 +56,6 @@ struct engine_stats {
   uint64_t max_discard;
   uint64_t max_extents;
   uint64_t memory_bytes;            /* held by the extent map */
-  /* Thin mode (all 0 unless thin is true). */
-  bool thin;
-  uint64_t thin_slot;               /* slot size */
-  uint64_t thin_size;               /* exported size */
-  uint64_t thin_slots;              /* physical slots in the pool */
-  uint64_t thin_trims;              /* trims received (the engine's trims */
-  uint64_t thin_trim_bytes;         /*   are per slot, at backend addresses) */
-  uint64_t thin_mapped;             /* slots mapped */
-  uint64_t thin_free_clean;         /* free, nothing to discard */
-  uint64_t thin_free_pending;       /* free, their discard still pending */
-  uint64_t thin_free_undurable;     /* unmapped, unmap not yet durable */
-  uint64_t thin_allocated;          /* slots allocated */
-  uint64_t thin_reused;             /* ... whose pending discard they cancelled */
-  uint64_t thin_enospc;             /* writes failed for want of a slot */
-  uint64_t thin_commits;            /* journal commits (FLUSH, FUA, ...) */
-  uint64_t thin_journal_bytes;      /* meta file: checkpoint + journal */
-  uint64_t thin_checkpoints;        /* checkpoints written */
-  uint64_t thin_last_checkpoint;    /* its unix time, 0 if none */
   /* Measured cost of forwarding, and the pacing (budget=). */
   uint64_t discard_p50_us_64k;      /* discard latency by size class: */
   uint64_t discard_p99_us_64k;      /*   up to 64 KiB, */
@@ -101,28 +85,20 @@ struct engine_stats {
   const char *pace_mode;            /* off, probe, fits, rare, idle, memory */
 };
 
-/* Open the backend named in cfg and build an engine around it.  The
- * config is copied.  Returns NULL with errno set on failure.
+/* Build an engine around backend b (opened by the caller: the service,
+ * or a test's in-memory one), loading state= if set.  The config is
+ * copied.  The engine owns b from now on, even when this fails.
+ * Returns NULL with errno set on failure (reported).
  */
-extern struct engine *engine_open (const struct engine_config *cfg);
+extern struct engine *engine_open (const struct engine_config *cfg,
+                                   struct backend *b);
 
-/* The same around a backend already open (tests use an in-memory one).
- * The engine owns b from now on, even when this fails.
- */
-extern struct engine *engine_open_backend (const struct engine_config *cfg,
-                                           struct backend *b);
-
-/* Start the control socket (unless ctl=none) and the flusher thread
- * (nbdkit: in after_fork, never before).  A control socket at an
- * explicit ctl=PATH that cannot be created fails the start; at the
- * default path the failure is only reported.
- */
+/* Start the flusher thread (nbdkit: in after_fork, never before). */
 extern int engine_start (struct engine *e);
 
-/* Stop the control socket and the flusher, then save what is pending
- * to the state file (state=FILE) or, without one or if saving fails,
- * forward it (bounded by timeout_ms); what is left is logged.  Safe to
- * call twice.
+/* Stop the flusher, then save what is pending to the state file
+ * (state=FILE) or, without one or if saving fails, forward it (bounded
+ * by timeout_ms); what is left is logged.  Safe to call twice.
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 
@@ -132,10 +108,17 @@ extern void engine_stop (struct engine *e, uint64_t timeout_ms);
  */
 extern void engine_close (struct engine *e);
 
+/* The backend's size, limits and identity, and the discard granularity
+ * in force (the backend's, or a coarser granularity=).
+ */
 extern uint64_t engine_size (const struct engine *e);
 extern const struct backend_limits *engine_limits (const struct engine *e);
+extern const struct backend_identity *engine_identity (const struct engine *e);
+extern uint64_t engine_granularity (const struct engine *e);
 
-/* Data path.  Offsets and lengths must lie within engine_size. */
+/* Data path, at backend addresses.  Offsets and lengths must lie within
+ * engine_size (else EINVAL, reported).
+ */
 extern int engine_pread (struct engine *e, void *buf, uint32_t count,
                          uint64_t offset);
 extern int engine_pwrite (struct engine *e, const void *buf, uint32_t count,
@@ -146,8 +129,14 @@ extern int engine_zero (struct engine *e, uint64_t offset, uint64_t length,
 /* Record a trim; fua (or passthrough) forwards it before returning. */
 extern int engine_trim (struct engine *e, uint64_t offset, uint64_t length,
                         bool fua);
-/* Backend flush; with flush-discards=true, pending discards go first. */
+/* A client's FLUSH: the backend's flush; with flush-discards=true,
+ * pending discards go first.
+ */
 extern int engine_flush (struct engine *e);
+/* The backend's flush alone, whatever flush-discards says (a volume's
+ * own metadata commits make data durable, not discards).
+ */
+extern int engine_flush_data (struct engine *e);
 extern int engine_extents (struct engine *e, uint64_t offset, uint64_t length,
                            backend_extent_fn fn, void *opaque);
 
@@ -201,14 +190,12 @@ extern size_t engine_dump_batch (struct engine *e, uint64_t from,
                                  struct extent *out, size_t max,
                                  uint32_t *now_ticks);
 
-/* Thin mode: copy up to max mapped slots from logical slot `from' on,
- * in order, into logical[] and physical[] (slot numbers; the slot size
- * is in the stats).  Returns how many (0: none left), or -1 with errno
- * ENOTSUP without thin mode.  The lock is held for this batch only.
+/* Whether a discard is pending or in flight over any part of
+ * [offset, offset+length): the one question a volume asks of the cache
+ * (does writing over this range cancel a discard).
  */
-extern ssize_t engine_dump_map_batch (struct engine *e, uint64_t from,
-                                      uint64_t *logical, uint32_t *physical,
-                                      size_t max);
+extern bool engine_discard_pending (struct engine *e, uint64_t offset,
+                                    uint64_t length);
 
 /* Stop or restart the flusher's forwarding (drain still works). */
 extern void engine_pause (struct engine *e, bool paused);

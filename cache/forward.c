@@ -66,7 +66,7 @@ disable_forwarding_locked (struct engine *e)
 {
   if (!e->forwarding_disabled)
     dc_error ("backend %s does not support discard: forwarding turned off, "
-              "pending discards dropped", e->cfg.backend);
+              "pending discards dropped", e->backend->identity.name);
   e->forwarding_disabled = true;
   engine_drop_all_locked (e);
 }

@@ -28,22 +28,6 @@
 /* Anything larger is not one of ours: 1M extents take a few MiB. */
 #define STATE_MAX_FILE (UINT64_C (1) << 30)
 
-int
-engine_fsync_dir (const char *path)
-{
-  CLEANUP_FREE char *copy = strdup (path);
-  int fd, r;
-
-  if (copy == NULL)
-    return -1;
-  fd = open (dirname (copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd == -1)
-    return -1;
-  r = fsync (fd);
-  close (fd);
-  return r;
-}
-
 /* A regular file's modification time tells whether something else wrote
  * it between our stop and our start; 0 if unknown or not a file.
  */
@@ -137,7 +121,7 @@ write_atomically (const char *path, const void *image, size_t len)
     unlink (tmp);
     return -1;
   }
-  if (engine_fsync_dir (path) == -1)
+  if (fsync_dir (path) == -1)
     dc_error ("state=%s: fsync of its directory: %m (saved, maybe not durable)",
               path);
   return 0;
@@ -220,7 +204,7 @@ reject (const char *path, const char *why)
     dc_error ("state=%s: out of memory", path);
     return -1;
   }
-  if (rename (path, aside) == -1 || engine_fsync_dir (path) == -1) {
+  if (rename (path, aside) == -1 || fsync_dir (path) == -1) {
     dc_error ("state=%s: refused (%s), and cannot rename it to %s: %m; "
               "remove it", path, why, aside);
     return -1;
@@ -278,7 +262,7 @@ engine_state_load (struct engine *e)
       state_check_identity (&h, &now, why, sizeof why) == -1 ||
       state_decode_extents (buf, &h, NULL, NULL, why, sizeof why) == -1)
     return reject (path, why);
-  if (unlink (path) == -1 || engine_fsync_dir (path) == -1) {
+  if (unlink (path) == -1 || fsync_dir (path) == -1) {
     dc_error ("state=%s: cannot remove it after reading it: %m; not serving, "
               "as a crash would replay it later", path);
     return -1;

@@ -5,8 +5,12 @@
 #define DISCARDCACHE_FILEIO_H
 
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Write all of buf at offset, resuming after short writes and EINTR.
@@ -30,6 +34,31 @@ pwrite_all (int fd, const void *buf, size_t len, uint64_t offset)
     offset += r;
   }
   return 0;
+}
+
+/* Make a rename or unlink in path's directory durable: fsync the
+ * directory.  Returns 0, or -1 with errno set.
+ */
+static inline int
+fsync_dir (const char *path)
+{
+  char *copy = strdup (path);
+  int fd, r, err;
+
+  if (copy == NULL)
+    return -1;
+  fd = open (dirname (copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  err = errno;
+  free (copy);
+  if (fd == -1) {
+    errno = err;
+    return -1;
+  }
+  r = fsync (fd);
+  err = errno;
+  close (fd);
+  errno = err;
+  return r;
 }
 
 #endif /* DISCARDCACHE_FILEIO_H */

@@ -7,7 +7,8 @@ noinst_HEADERS += \
 	common/le.h \
 	common/log.h \
 	common/log-stderr.h \
-	common/splitmix.h
+	common/splitmix.h \
+	common/strdup-null.h
 
 # Programs that are not the nbdkit plugin link this for dc_error/dc_debug.
 noinst_LTLIBRARIES += libdclogstderr.la

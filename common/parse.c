@@ -7,10 +7,13 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include "cleanup.h"
 #include "log.h"
 #include "parse.h"
 
@@ -136,5 +139,37 @@ parse_count (const char *key, const char *value, uint64_t max, uint64_t *out)
     return -1;
   }
   *out = n;
+  return 0;
+}
+
+/* An absolute path: nbdkit changes directory to / when it daemonises,
+ * so a relative path is resolved against the directory it started in.
+ */
+int
+parse_path (const char *key, const char *value, const char *forms, char **out)
+{
+  CLEANUP_FREE char *cwd = NULL;
+  char *path;
+
+  if (*value == '\0') {
+    dc_error ("%s: empty value: expected %s", key, forms);
+    errno = EINVAL;
+    return -1;
+  }
+  if (value[0] == '/')
+    path = strdup (value);
+  else if ((cwd = getcwd (NULL, 0)) == NULL) {
+    dc_error ("%s=%s: cannot resolve a relative path: getcwd: %m", key, value);
+    return -1;
+  }
+  else if (asprintf (&path, "%s/%s", cwd, value) == -1)
+    path = NULL;
+  if (path == NULL) {
+    dc_error ("%s: out of memory", key);
+    errno = ENOMEM;
+    return -1;
+  }
+  free (*out);
+  *out = path;
   return 0;
 }

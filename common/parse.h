@@ -37,4 +37,12 @@ extern int parse_bool (const char *key, const char *value, bool *out);
 extern int parse_count (const char *key, const char *value, uint64_t max,
                         uint64_t *out);
 
+/* A path, made absolute against the current directory (nbdkit and
+ * discardfuse change to / when they daemonise).  forms names what is
+ * expected, for the message about an empty value.  *out is replaced
+ * (the old string freed).
+ */
+extern int parse_path (const char *key, const char *value, const char *forms,
+                       char **out);
+
 #endif /* DISCARDCACHE_PARSE_H */

@@ -2,8 +2,8 @@
  *
  *   discardfuse [backend=]PATH|URI [KEY=VALUE...] [FUSE OPTIONS] MOUNTPOINT
  *
- * KEY=VALUE words are the engine's keys (engine_config_set: the same
- * parsing as the nbdkit plugin) and the front-end's statsfile=; they may
+ * KEY=VALUE words are the service's keys (service_config_set: the same
+ * parsing as the nbdkit plugin); they may
  * also come as -o KEY=VALUE, so that mount(8) and fstab can pass them
  * through mount.fuse3.  Every other option is libfuse's.  Everything is
  * checked here, before anything is opened or mounted.
@@ -21,14 +21,10 @@
 #include <unistd.h>
 
 #include "discardfuse.h"
-#include "engine-config.h"
 #include "log.h"
 
 #define USAGE \
   "usage: discardfuse [backend=]PATH|URI [KEY=VALUE...] [FUSE OPTIONS] MOUNTPOINT"
-
-static const char frontend_help[] =
-  "statsfile=FILE           Write the statistics as JSON here at exit.";
 
 /* KEY=VALUE, as opposed to a path that happens to contain '=': the key
  * is a non-empty run of lower-case letters, digits, '-' and '_'.
@@ -39,41 +35,6 @@ is_key_value (const char *arg)
   size_t n = strspn (arg, "abcdefghijklmnopqrstuvwxyz0123456789-_");
 
   return n > 0 && arg[n] == '=';
-}
-
-/* After fuse_daemonize the working directory is "/". */
-static char *
-absolute_path (const char *path)
-{
-  char cwd[PATH_MAX];
-  char *abs;
-
-  if (path[0] == '/')
-    abs = strdup (path);
-  else if (getcwd (cwd, sizeof cwd) == NULL ||
-           asprintf (&abs, "%s/%s", cwd, path) == -1)
-    abs = NULL;
-  if (abs == NULL)
-    dc_error ("%s: cannot make an absolute path: %m", path);
-  return abs;
-}
-
-static int
-set_statsfile (struct dfuse *df, const char *value)
-{
-  char *abs;
-
-  if (*value == '\0') {
-    dc_error ("statsfile: empty value: expected statsfile=FILE");
-    errno = EINVAL;
-    return -1;
-  }
-  abs = absolute_path (value);
-  if (abs == NULL)
-    return -1;
-  free (df->statsfile);
-  df->statsfile = abs;
-  return 0;
 }
 
 /* Returns 0 when set, -1 on a bad value (reported), 1 if key is not
@@ -90,10 +51,7 @@ set_key (struct dfuse *df, const char *arg)
     dc_error ("strndup: %m");
     return -1;
   }
-  if (strcmp (key, "statsfile") == 0)
-    r = set_statsfile (df, eq + 1);
-  else
-    r = engine_config_set (&df->cfg, key, eq + 1);
+  r = service_config_set (&df->cfg, key, eq + 1);
   free (key);
   return r;
 }
@@ -152,9 +110,9 @@ print_help (void)
           "Mount MOUNTPOINT with two files: disk, the backend behind a\n"
           "write-cancellable discard cache, and stats (JSON).  Then:\n"
           "  losetup --direct-io=on -f --show MOUNTPOINT/disk\n\n"
-          "Keys (also accepted as -o KEY=VALUE):\n%s\n%s\n\n"
+          "Keys (also accepted as -o KEY=VALUE):\n%s\n\n"
           "See discardfuse(1).\n\nFUSE options:\n",
-          engine_config_help, frontend_help);
+          service_config_help);
   fuse_cmdline_help ();
   fuse_lowlevel_help ();
 }
@@ -225,7 +183,7 @@ resolve_positional (struct dfuse *df)
       errno = EINVAL;
       return -1;
     }
-    if (engine_config_set (&df->cfg, "backend", df->positional[0]) == -1)
+    if (service_config_set (&df->cfg, "backend", df->positional[0]) == -1)
       return -1;
   }
   if (check_mountpoint (mnt) == -1)
@@ -244,7 +202,7 @@ dfuse_parse_args (struct dfuse *df, int argc, char *argv[])
   static const struct fuse_opt no_templates[] = { FUSE_OPT_END };
 
   memset (df, 0, sizeof *df);
-  engine_config_init (&df->cfg);
+  service_config_init (&df->cfg);
   df->fuse_args = (struct fuse_args) FUSE_ARGS_INIT (argc, argv);
   if (fuse_opt_parse (&df->fuse_args, df, no_templates, opt_proc) == -1 ||
       fuse_parse_cmdline (&df->fuse_args, &df->opts) == -1)
@@ -257,7 +215,8 @@ dfuse_parse_args (struct dfuse *df, int argc, char *argv[])
     print_version ();
     return 1;
   }
-  if (resolve_positional (df) == -1 || engine_config_complete (&df->cfg) == -1)
+  if (resolve_positional (df) == -1 ||
+      service_config_complete (&df->cfg) == -1)
     return -1;
   df->conn_opts = fuse_parse_conn_info_opts (&df->fuse_args);
   return df->conn_opts ? 0 : -1;
@@ -266,8 +225,7 @@ dfuse_parse_args (struct dfuse *df, int argc, char *argv[])
 void
 dfuse_free_args (struct dfuse *df)
 {
-  engine_config_free (&df->cfg);
-  free (df->statsfile);
+  service_config_free (&df->cfg);
   free (df->mountpoint);
   free (df->positional[0]);
   free (df->positional[1]);

@@ -18,7 +18,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "engine.h"
+#include "service.h"
+#include "volume.h"
 
 /* The root directory and its two files; the inode numbers never change. */
 enum {
@@ -36,8 +37,7 @@ enum {
 
 struct dfuse {
   /* From the command line (args.c). */
-  struct engine_config cfg;
-  char *statsfile;                  /* absolute path, or NULL */
+  struct service_config cfg;
   char *mountpoint;                 /* absolute path */
   char *positional[2];              /* [BACKEND] MOUNTPOINT as typed */
   struct fuse_args fuse_args;       /* what is left for libfuse */
@@ -45,7 +45,8 @@ struct dfuse {
   struct fuse_conn_info_opts *conn_opts; /* -o max_write= and friends */
 
   /* Set by main.c before the first request, then only read. */
-  struct engine *engine;
+  struct service *service;
+  struct volume *volume;            /* the service's */
   uint64_t size;                    /* of the image, fixed */
   uint64_t granularity;             /* the engine's: statfs f_bsize */
   bool read_only;

@@ -1,7 +1,7 @@
 /* discardfuse: the image file, `disk`.  Every request goes to the
- * engine: read and write (a write cancels the pending discards under
+ * volume: read and write (a write cancels the pending discards under
  * it), fallocate PUNCH_HOLE|KEEP_SIZE is a trim (what loop sends for a
- * DISCARD), ZERO_RANGE a zero, fsync and flush an engine flush.
+ * DISCARD), ZERO_RANGE a zero, fsync and flush a volume flush.
  *
  * The image has the backend's size and cannot grow: reads past the end
  * see end of file, writes past it get ENOSPC, as on a block device.
@@ -77,7 +77,7 @@ disk_read (fuse_req_t req, size_t size, off_t off)
     fuse_reply_err (req, ENOMEM);
     return;
   }
-  if (engine_pread (df->engine, buf, n, off) == -1)
+  if (volume_pread (df->volume, buf, n, off) == -1)
     reply_errno (req);
   else
     fuse_reply_buf (req, buf, n);
@@ -101,7 +101,7 @@ disk_write (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     fuse_reply_err (req, ENOSPC);
     return;
   }
-  if (engine_pwrite (df->engine, buf, n, off, fi->flags & O_DSYNC) == -1)
+  if (volume_pwrite (df->volume, buf, n, off, fi->flags & O_DSYNC) == -1)
     reply_errno (req);
   else
     fuse_reply_write (req, n);
@@ -119,7 +119,7 @@ zero_range (struct dfuse *df, int mode, off_t off, off_t length)
     errno = ENOSPC;
     return -1;
   }
-  return n ? engine_zero (df->engine, off, n, false, false, false) : 0;
+  return n ? volume_zero (df->volume, off, n, false, false, false) : 0;
 }
 
 void
@@ -137,7 +137,7 @@ disk_fallocate (fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
   switch (mode) {
   case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
     n = inside (df, off, length);
-    r = n ? engine_trim (df->engine, off, n, false) : 0;
+    r = n ? volume_trim (df->volume, off, n, false) : 0;
     break;
   case FALLOC_FL_ZERO_RANGE:
   case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
@@ -160,7 +160,7 @@ disk_sync (fuse_req_t req, bool flush)
 {
   struct dfuse *df = fuse_req_userdata (req);
 
-  if (flush && engine_flush (df->engine) == -1)
+  if (flush && volume_flush (df->volume) == -1)
     reply_errno (req);
   else
     fuse_reply_err (req, 0);

@@ -9,7 +9,7 @@ fuse_discardfuse_SOURCES = \
 	fuse/ops.c \
 	fuse/statsnode.c
 fuse_discardfuse_CFLAGS = $(AM_CFLAGS) $(FUSE3_CFLAGS)
-fuse_discardfuse_LDADD = libengine.la libdclogstderr.la $(FUSE3_LIBS) $(LIBNBD_LIBS)
+fuse_discardfuse_LDADD = libservice.la libdclogstderr.la $(FUSE3_LIBS) $(LIBNBD_LIBS)
 
 man1_MANS += fuse/discardfuse.1
 EXTRA_DIST += fuse/discardfuse.pod

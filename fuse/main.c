@@ -1,11 +1,11 @@
 /* discardfuse: the lifecycle, in the order nbdkit gives the plugin:
  *
  *   parse and check everything      (args.c; nothing opened yet)
- *   open the engine                 (a bad backend stops us unmounted)
+ *   service_open                    (a bad backend stops us unmounted)
  *   mount, then daemonise           (the parent exits once mounted)
- *   engine_start                    (after the fork, like after_fork)
+ *   service_start                   (after the fork, like after_fork)
  *   serve until unmounted or SIGTERM/SIGINT/SIGHUP
- *   unmount, engine_stop (bounded), statsfile, engine_close
+ *   unmount, service_stop (bounded, statsfile), service_close
  */
 #include <config.h>
 
@@ -22,10 +22,6 @@
 #include "discardfuse.h"
 #include "log.h"
 #include "log-stderr.h"
-#include "stats.h"
-
-/* How long the stop may spend forwarding what is still pending. */
-#define STOP_TIMEOUT_MS 30000
 
 /* Fail early and clearly: libfuse's own message for a missing device
  * comes only after it has tried fusermount3 too.
@@ -46,17 +42,15 @@ check_dev_fuse (void)
 }
 
 static int
-open_engine (struct dfuse *df)
+open_service (struct dfuse *df)
 {
-  struct engine_stats st;
-
-  df->engine = engine_open (&df->cfg);
-  if (df->engine == NULL)
+  df->service = service_open (&df->cfg);
+  if (df->service == NULL)
     return -1;
-  engine_get_stats (df->engine, &st);
-  df->size = engine_size (df->engine);
-  df->granularity = st.granularity;
-  df->read_only = engine_limits (df->engine)->read_only;
+  df->volume = service_volume (df->service);
+  df->size = volume_size (df->volume);
+  df->granularity = volume_granularity (df->volume);
+  df->read_only = volume_limits (df->volume)->read_only;
   df->uid = getuid ();
   df->gid = getgid ();
   clock_gettime (CLOCK_REALTIME, &df->start);
@@ -93,7 +87,7 @@ daemonize (struct dfuse *df)
  * workers do not.
  */
 static int
-start_engine (struct dfuse *df)
+start_service (struct dfuse *df)
 {
   sigset_t block, saved;
   int r;
@@ -103,7 +97,7 @@ start_engine (struct dfuse *df)
   sigaddset (&block, SIGINT);
   sigaddset (&block, SIGHUP);
   pthread_sigmask (SIG_BLOCK, &block, &saved);
-  r = engine_start (df->engine);
+  r = service_start (df->service);
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   return r;
 }
@@ -139,22 +133,10 @@ run_loop (struct dfuse *df, struct fuse_session *se)
   return 0;
 }
 
-static int
-stop_engine (struct dfuse *df)
-{
-  struct engine_stats st;
-
-  engine_stop (df->engine, STOP_TIMEOUT_MS);
-  if (df->statsfile == NULL)
-    return 0;
-  engine_get_stats (df->engine, &st);
-  return stats_write_file (&st, df->statsfile);
-}
-
 /* Mount, serve, unmount; se is destroyed on return.  The loop returns
- * only after its workers have finished their requests.  The engine is
- * stopped (pending discards forwarded, statistics written) only if it
- * was started: a mount that failed leaves no statistics file behind.
+ * only after its workers have finished their requests.  The service is
+ * stopped here (pending discards forwarded, statistics written) only if
+ * it was started: a mount that failed leaves no statistics file behind.
  */
 static int
 serve (struct dfuse *df, struct fuse_session *se)
@@ -164,7 +146,7 @@ serve (struct dfuse *df, struct fuse_session *se)
 
   if (fuse_set_signal_handlers (se) == 0) {
     if (fuse_session_mount (se, df->mountpoint) == 0) {
-      if (daemonize (df) == 0 && start_engine (df) == 0) {
+      if (daemonize (df) == 0 && start_service (df) == 0) {
         started = true;
         r = run_loop (df, se);
       }
@@ -176,7 +158,7 @@ serve (struct dfuse *df, struct fuse_session *se)
    * loop's further I/O at once instead of leaving it waiting.
    */
   fuse_session_destroy (se);
-  if (started && stop_engine (df) == -1)
+  if (started && service_stop (df->service) == -1)
     r = -1;
   return r;
 }
@@ -196,13 +178,13 @@ main (int argc, char *argv[])
    */
   if (r == 0) {
     se = fuse_session_new (&df.fuse_args, &dfuse_ops, sizeof dfuse_ops, &df);
-    r = se ? open_engine (&df) : -1;
+    r = se ? open_service (&df) : -1;
   }
   if (r == 0)
     r = serve (&df, se);
   else if (se)
     fuse_session_destroy (se);
-  engine_close (df.engine);
+  service_close (df.service);
   dfuse_free_args (&df);
   return r == -1 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -6,7 +6,7 @@
  * The low-level API rather than the high-level one: it hands over the
  * fallocate mode, the open flags and fuse_conn_info untouched, replies
  * straight from the worker thread, and lets main.c order mount,
- * daemonising and the engine's thread itself (engine_start after the
+ * daemonising and the service's threads themselves (service_start after the
  * fork).
  */
 #include <config.h>

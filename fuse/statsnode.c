@@ -27,7 +27,7 @@ struct snapshot {
 static int
 take_snapshot (struct dfuse *df, struct snapshot *snap)
 {
-  struct engine_stats st;
+  struct volume_stats st;
   FILE *fp;
   int r;
 
@@ -36,7 +36,7 @@ take_snapshot (struct dfuse *df, struct snapshot *snap)
   fp = open_memstream (&snap->json, &snap->len);
   if (fp == NULL)
     return -1;
-  engine_get_stats (df->engine, &st);
+  volume_get_stats (df->volume, &st);
   r = stats_write_json (&st, fp);
   if (fclose (fp) == EOF || r == -1) {
     free (snap->json);

@@ -5,7 +5,7 @@ nbd_plugin_nbdkit_discardcache_plugin_la_SOURCES = \
 	nbd-plugin/plugin.c \
 	nbd-plugin/log-nbdkit.c
 nbd_plugin_nbdkit_discardcache_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS)
-nbd_plugin_nbdkit_discardcache_plugin_la_LIBADD = libengine.la $(LIBNBD_LIBS) $(ZSTD_LIBS)
+nbd_plugin_nbdkit_discardcache_plugin_la_LIBADD = libservice.la $(LIBNBD_LIBS) $(ZSTD_LIBS)
 nbd_plugin_nbdkit_discardcache_plugin_la_LDFLAGS = \
 	$(AM_LDFLAGS) -module -avoid-version -shared
 

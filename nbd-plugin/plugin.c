@@ -1,6 +1,7 @@
-/* discardcache: the nbdkit plugin.  It parses the keys, owns the one
- * engine, and maps each NBD callback onto it.  The flusher thread starts
- * in after_fork (never before nbdkit daemonises) and stops in cleanup.
+/* discardcache: the nbdkit plugin.  It hands the keys to the service,
+ * follows nbdkit's lifecycle with it (open in get_ready, start in
+ * after_fork, never before nbdkit daemonises; stop in cleanup), and maps
+ * each NBD callback onto the volume.
  */
 #include <config.h>
 
@@ -9,61 +10,43 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <libgen.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "cleanup.h"
 #include "ctl-proto.h"
-#include "engine-config.h"
-#include "engine.h"
+#include "service.h"
 #include "stats.h"
+#include "volume.h"
 
 /* -D discardcache.stats=1 logs the statistics at unload. */
 NBDKIT_DLL_PUBLIC int discardcache_debug_stats = 0;
 
-/* How long cleanup may spend forwarding what is still pending. */
-#define STOP_TIMEOUT_MS 30000
-
-static struct engine_config cfg;
-static char *statsfile;
-static struct engine *engine;
+static struct service_config cfg;
+static struct service *service;
+static struct volume *volume;           /* service's, while it is open */
 
 static void
 discardcache_load (void)
 {
-  engine_config_init (&cfg);
+  service_config_init (&cfg);
 }
 
 static void
 discardcache_unload (void)
 {
-  engine_close (engine);
-  engine = NULL;
-  engine_config_free (&cfg);
-  free (statsfile);
+  service_close (service);
+  service = NULL;
+  volume = NULL;
+  service_config_free (&cfg);
 }
 
 static int
 discardcache_config (const char *key, const char *value)
 {
-  int r;
+  int r = service_config_set (&cfg, key, value);
 
-  if (strcmp (key, "statsfile") == 0) {
-    if (*value == '\0') {
-      nbdkit_error ("statsfile: empty value: expected a file name");
-      errno = EINVAL;
-      return -1;
-    }
-    free (statsfile);
-    statsfile = nbdkit_absolute_path (value);
-    return statsfile ? 0 : -1;
-  }
-  r = engine_config_set (&cfg, key, value);
   if (r == 1) {
     nbdkit_error ("unknown parameter '%s': see nbdkit discardcache --help "
                   "for the accepted keys", key);
@@ -73,65 +56,33 @@ discardcache_config (const char *key, const char *value)
   return r;
 }
 
-/* The statistics are written only at exit: find out now, not then,
- * that they cannot be.
- */
-static int
-check_statsfile (void)
-{
-  CLEANUP_FREE char *dir = strdup (statsfile);
-  const char *parent;
-  struct stat st;
-
-  if (dir == NULL) {
-    nbdkit_error ("strdup: %m");
-    return -1;
-  }
-  if (stat (statsfile, &st) == 0 && S_ISDIR (st.st_mode)) {
-    nbdkit_error ("statsfile=%s: is a directory: expected a file name",
-                  statsfile);
-    errno = EISDIR;
-    return -1;
-  }
-  parent = dirname (dir);
-  if (access (parent, W_OK | X_OK) == -1) {
-    nbdkit_error ("statsfile=%s: cannot write in %s: %m", statsfile, parent);
-    return -1;
-  }
-  return 0;
-}
-
 static int
 discardcache_config_complete (void)
 {
-  if (statsfile && check_statsfile () == -1)
-    return -1;
-  return engine_config_complete (&cfg);
+  return service_config_complete (&cfg);
 }
 
 #define discardcache_config_help \
-  "backend=PATH|URI (required) and the engine keys:\n" \
-  "readonly=BOOL delay=DURATION minlen=SIZE granularity=auto|SIZE\n" \
-  "max-discard=auto|SIZE idle=DURATION rate=N max-extents=N\n" \
-  "on-full=forward|drop flush-discards=BOOL passthrough=BOOL\n" \
-  "thin=BOOL slot=SIZE size=SIZE meta=FILE   Thin mode (slot map).\n" \
-  "ctl=PATH|none    Control socket for discardctl (default: per pid).\n" \
-  "state=FILE       Keep pending discards across a clean restart.\n" \
-  "statsfile=FILE   Write the statistics as JSON here at exit.\n" \
+  SERVICE_CONFIG_HELP "\n" \
   "See nbdkit-discardcache-plugin(1)."
 
-/* Open the backend before serving, so a bad one is an error at start. */
+/* Open everything before serving, so a bad backend is an error at
+ * start.
+ */
 static int
 discardcache_get_ready (void)
 {
-  engine = engine_open (&cfg);
-  return engine ? 0 : -1;
+  service = service_open (&cfg);
+  if (service == NULL)
+    return -1;
+  volume = service_volume (service);
+  return 0;
 }
 
 static int
 discardcache_after_fork (void)
 {
-  return engine_start (engine);
+  return service_start (service);
 }
 
 static void
@@ -143,16 +94,15 @@ log_stats_line (const char *line, void *opaque)
 static void
 discardcache_cleanup (void)
 {
-  struct engine_stats st;
+  struct volume_stats st;
 
-  if (engine == NULL)
+  if (service == NULL)
     return;
-  engine_stop (engine, STOP_TIMEOUT_MS);
-  engine_get_stats (engine, &st);
-  if (discardcache_debug_stats)
+  service_stop (service);
+  if (discardcache_debug_stats) {
+    volume_get_stats (volume, &st);
     stats_write_lines (&st, log_stats_line, NULL);
-  if (statsfile)
-    stats_write_file (&st, statsfile);
+  }
 }
 
 static void
@@ -169,21 +119,21 @@ discardcache_dump_plugin (void)
 static void *
 discardcache_open (int readonly)
 {
-  /* The engine is shared by every connection; any non-NULL handle. */
-  return engine;
+  /* The volume is shared by every connection; any non-NULL handle. */
+  return volume;
 }
 
 static int64_t
 discardcache_get_size (void *handle)
 {
-  return engine_size (engine);
+  return volume_size (volume);
 }
 
 static int
 discardcache_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
                          uint32_t *maximum)
 {
-  const struct backend_limits *lim = engine_limits (engine);
+  const struct backend_limits *lim = volume_limits (volume);
 
   *minimum = lim->min_block ? lim->min_block : 1;
   *preferred = lim->pref_block ? lim->pref_block : 4096;
@@ -196,7 +146,7 @@ discardcache_block_size (void *handle, uint32_t *minimum, uint32_t *preferred,
 static int
 discardcache_can_write (void *handle)
 {
-  return !engine_limits (engine)->read_only;
+  return !volume_limits (volume)->read_only;
 }
 
 static int
@@ -208,63 +158,63 @@ discardcache_can_flush (void *handle)
 static int
 discardcache_can_trim (void *handle)
 {
-  return !engine_limits (engine)->read_only;
+  return !volume_limits (volume)->read_only;
 }
 
 static int
 discardcache_can_zero (void *handle)
 {
-  return !engine_limits (engine)->read_only;
+  return !volume_limits (volume)->read_only;
 }
 
 static int
 discardcache_can_fast_zero (void *handle)
 {
-  return engine_limits (engine)->can_zero;
+  return volume_limits (volume)->can_zero;
 }
 
 static int
 discardcache_can_fua (void *handle)
 {
-  return engine_limits (engine)->can_fua ? NBDKIT_FUA_NATIVE
+  return volume_limits (volume)->can_fua ? NBDKIT_FUA_NATIVE
                                           : NBDKIT_FUA_EMULATE;
 }
 
-/* Every connection shares the one backend handle, so a flush on any
+/* Every connection shares the one volume and backend, so a flush on any
  * connection covers writes made on all of them, when the backend's own
  * flush does.
  */
 static int
 discardcache_can_multi_conn (void *handle)
 {
-  return engine_limits (engine)->can_multi_conn;
+  return volume_limits (volume)->can_multi_conn;
 }
 
 static int
 discardcache_can_extents (void *handle)
 {
-  return engine_limits (engine)->can_extents;
+  return volume_limits (volume)->can_extents;
 }
 
 static int
 discardcache_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
                     uint32_t flags)
 {
-  return engine_pread (engine, buf, count, offset);
+  return volume_pread (volume, buf, count, offset);
 }
 
 static int
 discardcache_pwrite (void *handle, const void *buf, uint32_t count,
                      uint64_t offset, uint32_t flags)
 {
-  return engine_pwrite (engine, buf, count, offset, flags & NBDKIT_FLAG_FUA);
+  return volume_pwrite (volume, buf, count, offset, flags & NBDKIT_FLAG_FUA);
 }
 
 static int
 discardcache_zero (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags)
 {
-  return engine_zero (engine, offset, count, flags & NBDKIT_FLAG_MAY_TRIM,
+  return volume_zero (volume, offset, count, flags & NBDKIT_FLAG_MAY_TRIM,
                       flags & NBDKIT_FLAG_FUA, flags & NBDKIT_FLAG_FAST_ZERO);
 }
 
@@ -272,13 +222,13 @@ static int
 discardcache_trim (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags)
 {
-  return engine_trim (engine, offset, count, flags & NBDKIT_FLAG_FUA);
+  return volume_trim (volume, offset, count, flags & NBDKIT_FLAG_FUA);
 }
 
 static int
 discardcache_flush (void *handle, uint32_t flags)
 {
-  return engine_flush (engine);
+  return volume_flush (volume);
 }
 
 static int
@@ -297,7 +247,7 @@ static int
 discardcache_extents (void *handle, uint32_t count, uint64_t offset,
                       uint32_t flags, struct nbdkit_extents *extents)
 {
-  return engine_extents (engine, offset, count, add_extent, extents);
+  return volume_extents (volume, offset, count, add_extent, extents);
 }
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL

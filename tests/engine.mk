@@ -1,7 +1,7 @@
 # Engine unit tests against the in-memory backend, and parser tests.
 check_LTLIBRARIES += tests/libmembackend.la
 tests_libmembackend_la_SOURCES = tests/unit/mem-backend.c tests/unit/mem-backend.h
-tests_libmembackend_la_LIBADD = libengine.la libdclogstderr.la
+tests_libmembackend_la_LIBADD = libservice.la libdclogstderr.la
 
 check_PROGRAMS += tests/unit/test-engine tests/unit/test-parse \
 	tests/unit/test-grow
@@ -14,7 +14,7 @@ tests_unit_test_engine_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 
 tests_unit_test_parse_SOURCES = tests/unit/test-parse.c
 tests_unit_test_parse_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_parse_LDADD = libengine.la libdclogstderr.la $(CMOCKA_LIBS)
+tests_unit_test_parse_LDADD = libservice.la libdclogstderr.la $(CMOCKA_LIBS)
 
 tests_unit_test_grow_SOURCES = tests/unit/test-grow.c
 tests_unit_test_grow_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

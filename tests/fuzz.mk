@@ -9,16 +9,18 @@
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -DHAVE_CONFIG_H \
 	-I$(top_builddir) -I$(top_srcdir)/common -I$(top_srcdir)/cache \
+	-I$(top_srcdir)/volume -I$(top_srcdir)/volume/thin \
+	-I$(top_srcdir)/service \
 	-I$(top_srcdir)/tools -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/backend
 fuzz_ctl_proto_sources = \
-	tests/fuzz/fuzz-ctl-proto.c cache/ctl-proto.c tools/json-flat.c
+	tests/fuzz/fuzz-ctl-proto.c service/ctl-proto.c tools/json-flat.c
 fuzz_state_sources = \
 	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c \
 	common/log-stderr.c
 # Thin mode's meta file loader (checkpoint and journal replay).
 fuzz_thin_sources = \
-	tests/fuzz/fuzz-thin.c cache/thin-journal.c cache/thin-map.c \
+	tests/fuzz/fuzz-thin.c volume/thin/thin-journal.c volume/thin/thin-map.c \
 	common/crc32c.c common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.

@@ -1,5 +1,5 @@
 /* discardcache: libFuzzer target for the control protocol's request
- * side (cache/ctl-proto.c): the bytes arrive in chunks (their size from
+ * side (service/ctl-proto.c): the bytes arrive in chunks (their size from
  * the first byte), go through the line assembler and the request parser
  * as the server's client threads do; every error message is quoted as
  * the server sends it and read back by discardctl's parser

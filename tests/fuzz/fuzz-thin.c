@@ -1,5 +1,5 @@
 /* discardcache: libFuzzer target for thin mode's meta file loader
- * (cache/thin-journal.c, thin-map.c), on a buffer as the engine reads
+ * (volume/thin/thin-journal.c, thin-map.c), on a buffer as the volume reads
  * it: the input as is, then with the checkpoint's and every record's
  * checksum fixed up so that mutations reach the map and the replay.
  * Whatever recovers must map no physical slot twice, and the journal

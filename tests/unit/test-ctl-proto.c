@@ -1,4 +1,4 @@
-/* discardcache: the control protocol's pure parts (cache/ctl-proto.c)
+/* discardcache: the control protocol's pure parts (service/ctl-proto.c)
  * and discardctl's reply parser (tools/json-flat.c): request lines, the
  * line assembler, JSON quoting, and the flat-object parser reading back
  * what the server writes.

@@ -1,8 +1,8 @@
-/* discardcache: the engine's side of the control socket, against the
- * in-memory backend: a control-socket flush forwards everything
- * forwardable ignoring delay, minlen and pause, reports progress and
- * errors, and ends at a stop; the socket's lifecycle (explicit path,
- * default path, stale and live sockets, other files) and its mode.
+/* discardcache: the control socket against the in-memory backend: the
+ * engine's side (a control-socket flush forwards everything forwardable
+ * ignoring delay, minlen and pause, reports progress and errors, and
+ * ends at a stop), and the service's (the socket's lifecycle: explicit
+ * path, default path, stale and live sockets, other files; its mode).
  */
 #include <config.h>
 
@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "mem-backend.h"
 #include "scratch.h"
+#include "service.h"
 
 #define KiB 1024
 #define MiB (1024 * 1024)
@@ -58,12 +59,29 @@ open_engine (struct mem_backend **memp, const char *const *keys)
   cfg.idle_ms = 0;
   for (; keys && *keys; keys += 2)
     assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
-  e = engine_open_backend (&cfg, &mem->b);
+  e = engine_open (&cfg, &mem->b);
   engine_config_free (&cfg);
   assert_non_null (e);
   if (memp)
     *memp = mem;
   return e;
+}
+
+/* A service over a new in-memory backend, with the keys given. */
+static struct service *
+open_service (const char *const *keys)
+{
+  struct service_config cfg;
+  struct mem_backend *mem = mem_backend_new (DISK, 4 * KiB, 64 * MiB);
+  struct service *s;
+
+  service_config_init (&cfg);
+  for (; keys && *keys; keys += 2)
+    assert_int_equal (service_config_set (&cfg, keys[0], keys[1]), 0);
+  s = service_open_backend (&cfg, &mem->b);
+  service_config_free (&cfg);
+  assert_non_null (s);
+  return s;
 }
 
 static struct engine_stats
@@ -92,7 +110,7 @@ static void
 test_flush_ignores_delay_minlen_pause (void **state)
 {
   static const char *const keys[] = {
-    "delay", "1h", "minlen", "1M", "ctl", "none", NULL,
+    "delay", "1h", "minlen", "1M", NULL,
   };
   struct mem_backend *mem;
   struct engine *e = open_engine (&mem, keys);
@@ -126,7 +144,7 @@ test_flush_ignores_delay_minlen_pause (void **state)
 static void
 test_totals_across_batches (void **state)
 {
-  static const char *const keys[] = { "delay", "1h", "ctl", "none", NULL };
+  static const char *const keys[] = { "delay", "1h", NULL };
   struct engine *e = open_engine (NULL, keys);
   struct engine_flush f;
   uint64_t whole = 0, fragments = 0;
@@ -159,7 +177,7 @@ test_totals_across_batches (void **state)
 static void
 test_flush_reports_error (void **state)
 {
-  static const char *const keys[] = { "delay", "1h", "ctl", "none", NULL };
+  static const char *const keys[] = { "delay", "1h", NULL };
   struct mem_backend *mem;
   struct engine *e = open_engine (&mem, keys);
   struct engine_flush f;
@@ -184,8 +202,7 @@ test_flush_reports_error (void **state)
 static void
 test_flush_ends_at_stop (void **state)
 {
-  static const char *const keys[] = { "ctl", "none", NULL };
-  struct engine *e = open_engine (NULL, keys);
+  struct engine *e = open_engine (NULL, NULL);
   struct engine_flush f;
   struct engine_flush_progress p;
 
@@ -214,20 +231,21 @@ static void
 test_explicit_socket (void **state)
 {
   const char *keys[] = { "ctl", sock, NULL };
-  struct engine *e = open_engine (NULL, keys), *e2;
+  struct service *s = open_service (keys), *s2;
   mode_t mode;
 
-  assert_int_equal (engine_start (e), 0);
+  assert_int_equal (service_start (s), 0);
   assert_true (is_socket (sock, &mode));
   assert_int_equal (mode, 0600);
+  assert_string_equal (service_ctl_path (s), sock);
   /* A second server on a live socket is refused, and that socket stays. */
-  e2 = open_engine (NULL, keys);
-  assert_int_equal (engine_start (e2), -1);
-  engine_close (e2);
+  s2 = open_service (keys);
+  assert_int_equal (service_start (s2), -1);
+  service_close (s2);
   assert_true (is_socket (sock, &mode));
-  engine_stop (e, 1000);
+  service_stop (s);
   assert_int_equal (access (sock, F_OK), -1);
-  engine_close (e);
+  service_close (s);
 }
 
 static void
@@ -236,37 +254,37 @@ test_stale_socket_replaced (void **state)
   const char *keys[] = { "ctl", sock, NULL };
   struct sockaddr_un sun = { .sun_family = AF_UNIX };
   int fd = socket (AF_UNIX, SOCK_STREAM, 0);
-  struct engine *e;
+  struct service *s;
   mode_t mode;
 
   /* Bound but never listening: what a killed server leaves. */
   snprintf (sun.sun_path, sizeof sun.sun_path, "%s", sock);
   assert_int_equal (bind (fd, (struct sockaddr *) &sun, sizeof sun), 0);
   close (fd);
-  e = open_engine (NULL, keys);
-  assert_int_equal (engine_start (e), 0);
+  s = open_service (keys);
+  assert_int_equal (service_start (s), 0);
   assert_true (is_socket (sock, &mode));
-  engine_close (e);
+  service_close (s);
 }
 
 static void
 test_other_file_kept (void **state)
 {
   const char *keys[] = { "ctl", sock, NULL };
-  struct engine *e;
+  struct service *s;
   FILE *fp = fopen (sock, "w");
 
   assert_non_null (fp);
   fclose (fp);
-  e = open_engine (NULL, keys);
-  assert_int_equal (engine_start (e), -1);
+  s = open_service (keys);
+  assert_int_equal (service_start (s), -1);
   assert_int_equal (access (sock, F_OK), 0);
-  engine_close (e);
+  service_close (s);
 
   keys[1] = "/nonexistent-dir/ctl.sock";
-  e = open_engine (NULL, keys);
-  assert_int_equal (engine_start (e), -1);
-  engine_close (e);
+  s = open_service (keys);
+  assert_int_equal (service_start (s), -1);
+  service_close (s);
 }
 
 /* Without ctl=: $XDG_RUNTIME_DIR/discardcache/PID.sock, the directory
@@ -275,20 +293,20 @@ test_other_file_kept (void **state)
 static void
 test_default_path (void **state)
 {
-  struct engine *e = open_engine (NULL, NULL);
+  struct service *s = open_service (NULL);
   char path[256];
   struct stat st;
   mode_t mode;
 
   setenv ("XDG_RUNTIME_DIR", dir, 1);
   snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
-  assert_int_equal (engine_start (e), 0);
+  assert_int_equal (service_start (s), 0);
   assert_true (is_socket (path, &mode));
   assert_int_equal (mode, 0600);
   snprintf (path, sizeof path, "%s/discardcache", dir);
   assert_int_equal (stat (path, &st), 0);
   assert_int_equal (st.st_mode & 0777, 0700);
-  engine_close (e);
+  service_close (s);
   snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
   assert_int_equal (access (path, F_OK), -1);
 
@@ -297,35 +315,35 @@ test_default_path (void **state)
    */
   snprintf (path, sizeof path, "%s/discardcache", dir);
   assert_int_equal (chmod (path, 0777), 0);
-  e = open_engine (NULL, NULL);
-  assert_int_equal (engine_start (e), 0);
+  s = open_service (NULL);
+  assert_int_equal (service_start (s), 0);
   snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
   assert_int_equal (access (path, F_OK), -1);
-  engine_close (e);
+  service_close (s);
   unsetenv ("XDG_RUNTIME_DIR");
 }
 
 static void
 test_ctl_keys (void **state)
 {
-  struct engine_config cfg;
+  struct service_config cfg;
   char longpath[200];
 
-  engine_config_init (&cfg);
-  assert_int_equal (engine_config_set (&cfg, "ctl", "none"), 0);
+  service_config_init (&cfg);
+  assert_int_equal (service_config_set (&cfg, "ctl", "none"), 0);
   assert_true (cfg.ctl_disabled);
-  assert_int_equal (engine_config_set (&cfg, "ctl", "rel.sock"), 0);
+  assert_int_equal (service_config_set (&cfg, "ctl", "rel.sock"), 0);
   assert_false (cfg.ctl_disabled);
   assert_int_equal (cfg.ctl[0], '/');
   memset (longpath, 'x', sizeof longpath - 1);
   longpath[0] = '/';
   longpath[sizeof longpath - 1] = '\0';
-  assert_int_equal (engine_config_set (&cfg, "ctl", longpath), -1);
-  assert_int_equal (engine_config_set (&cfg, "ctl", ""), -1);
-  assert_int_equal (engine_config_set (&cfg, "state", ""), -1);
-  assert_int_equal (engine_config_set (&cfg, "state", "s.state"), 0);
-  assert_int_equal (cfg.state[0], '/');
-  engine_config_free (&cfg);
+  assert_int_equal (service_config_set (&cfg, "ctl", longpath), -1);
+  assert_int_equal (service_config_set (&cfg, "ctl", ""), -1);
+  assert_int_equal (service_config_set (&cfg, "state", ""), -1);
+  assert_int_equal (service_config_set (&cfg, "state", "s.state"), 0);
+  assert_int_equal (cfg.engine.state[0], '/');
+  service_config_free (&cfg);
 }
 
 int

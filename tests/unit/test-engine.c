@@ -42,7 +42,7 @@ open_engine (const char *const *keys, uint32_t granularity,
   for (; keys && *keys; keys += 2)
     assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
   fx.mem = mem_backend_new (DISK, granularity, max_discard);
-  fx.e = engine_open_backend (&cfg, &fx.mem->b);
+  fx.e = engine_open (&cfg, &fx.mem->b);
   assert_non_null (fx.e);
   engine_config_free (&cfg);
 }
@@ -231,7 +231,7 @@ test_granularity_below_backend_refused (void **state)
 
   engine_config_init (&cfg);
   assert_int_equal (engine_config_set (&cfg, "granularity", "4k"), 0);
-  assert_null (engine_open_backend (&cfg, &m->b));
+  assert_null (engine_open (&cfg, &m->b));
   assert_int_equal (errno, EINVAL);
 }
 

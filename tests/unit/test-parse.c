@@ -11,6 +11,7 @@
 
 #include "engine-config.h"
 #include "parse.h"
+#include "service.h"
 
 static void
 test_size (void **state)
@@ -111,13 +112,37 @@ test_config_keys (void **state)
   assert_int_equal (engine_config_set (&cfg, "on-full", "drop"), 0);
   assert_int_equal (cfg.on_full, ON_FULL_DROP);
   assert_int_equal (engine_config_set (&cfg, "rate", "-5"), -1);
-  assert_int_equal (engine_config_set (&cfg, "backend", ""), -1);
-  assert_int_equal (engine_config_complete (&cfg), -1);
-  assert_int_equal (engine_config_set (&cfg, "backend", "/dev/null"), 0);
-  assert_int_equal (engine_config_complete (&cfg), 0);
+  assert_int_equal (engine_config_set (&cfg, "backend", "/dev/null"), 1);
   assert_true (engine_config_key_is_runtime ("delay"));
   assert_false (engine_config_key_is_runtime ("backend"));
   engine_config_free (&cfg);
+}
+
+/* The service takes every layer's keys, and checks them together. */
+static void
+test_service_keys (void **state)
+{
+  struct service_config cfg;
+
+  service_config_init (&cfg);
+  assert_int_equal (service_config_set (&cfg, "nosuchkey", "1"), 1);
+  assert_int_equal (service_config_set (&cfg, "backend", ""), -1);
+  assert_int_equal (service_config_complete (&cfg), -1);
+  assert_int_equal (service_config_set (&cfg, "backend", "/dev/null"), 0);
+  assert_int_equal (service_config_complete (&cfg), 0);
+  assert_int_equal (service_config_set (&cfg, "delay", "5s"), 0);
+  assert_int_equal (cfg.engine.delay_ms, 5000);
+  assert_int_equal (service_config_set (&cfg, "slot", "3000"), -1);
+  assert_int_equal (service_config_set (&cfg, "slot", "128k"), 0);
+  assert_int_equal (cfg.volume.slot, 128 * 1024);
+  assert_int_equal (service_config_set (&cfg, "size", "1G"), 0);
+  assert_int_equal (service_config_complete (&cfg), -1);
+  assert_int_equal (service_config_set (&cfg, "thin", "on"), 0);
+  assert_int_equal (service_config_complete (&cfg), -1);
+  assert_int_equal (service_config_set (&cfg, "meta", "m.meta"), 0);
+  assert_int_equal (cfg.volume.meta[0], '/');
+  assert_int_equal (service_config_complete (&cfg), 0);
+  service_config_free (&cfg);
 }
 
 int
@@ -129,6 +154,7 @@ main (void)
     cmocka_unit_test (test_bool),
     cmocka_unit_test (test_scaled_count),
     cmocka_unit_test (test_config_keys),
+    cmocka_unit_test (test_service_keys),
   };
 
   return cmocka_run_group_tests_name ("parse", tests, NULL, NULL);

@@ -78,7 +78,7 @@ open_engine (struct mem_backend **memp, uint64_t size, const char *name,
   for (; keys && *keys; keys += 2)
     assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
   snprintf (mem->b.identity.name, sizeof mem->b.identity.name, "%s", name);
-  e = engine_open_backend (&cfg, &mem->b);
+  e = engine_open (&cfg, &mem->b);
   engine_config_free (&cfg);
   if (memp)
     *memp = mem;
@@ -353,7 +353,7 @@ test_read_only_leaves_it (void **state)
   engine_config_init (&cfg);
   assert_int_equal (engine_config_set (&cfg, "state", path), 0);
   mem->b.limits.read_only = true;
-  e = engine_open_backend (&cfg, &mem->b);
+  e = engine_open (&cfg, &mem->b);
   engine_config_free (&cfg);
   assert_non_null (e);
   assert_int_equal (count (e), 0);

@@ -21,12 +21,13 @@
 
 #include <cmocka.h>
 
-#include "engine-internal.h"
+#include "engine.h"
 #include "mem-backend.h"
 #include "scratch.h"
 #include "splitmix.h"
-#include "thin-engine.h"
+#include "thin-volume.h"
 #include "thin.h"
+#include "volume.h"
 
 #define KiB 1024
 #define SLOT (64 * KiB)
@@ -36,7 +37,8 @@
 static char dir[256];
 static char meta[300];
 static struct mem_backend *mem;
-static struct engine *eng;
+static struct volume *vol;             /* the thin volume under test */
+static struct engine *eng;             /* below it */
 
 static int
 setup (void **state)
@@ -46,50 +48,68 @@ setup (void **state)
   return 0;
 }
 
+/* The thin volume, then the engine below it. */
+static void
+close_thin (void)
+{
+  volume_close (vol);
+  vol = NULL;
+  engine_close (eng);
+  eng = NULL;
+}
+
 static int
 teardown (void **state)
 {
-  engine_close (eng);
-  eng = NULL;
+  close_thin ();
   scratch_remove (dir);
   return 0;
 }
 
-/* An engine over backend m (a new one if NULL) in thin mode, exported
- * size twice the backend's, with a delay that keeps discards pending.
+/* A thin volume over an engine over backend m (a new one if NULL),
+ * exported size twice the backend's, with a delay that keeps discards
+ * pending.  Sets eng; NULL (and eng NULL) when the volume is refused.
  */
-static struct engine *
+static struct volume *
 open_thin_on (struct mem_backend *m, const char *slot, const char *size)
 {
-  struct engine_config cfg;
-  struct engine *e;
+  struct engine_config ecfg;
+  struct volume_config vcfg;
+  struct volume *v;
 
-  engine_config_init (&cfg);
-  cfg.delay_ms = 3600 * 1000;
-  assert_int_equal (engine_config_set (&cfg, "thin", "on"), 0);
-  assert_int_equal (engine_config_set (&cfg, "slot", slot), 0);
-  assert_int_equal (engine_config_set (&cfg, "size", size), 0);
-  assert_int_equal (engine_config_set (&cfg, "meta", meta), 0);
-  assert_int_equal (engine_config_set (&cfg, "ctl", "none"), 0);
+  engine_config_init (&ecfg);
+  ecfg.delay_ms = 3600 * 1000;
+  volume_config_init (&vcfg);
+  assert_int_equal (volume_config_set (&vcfg, "thin", "on"), 0);
+  assert_int_equal (volume_config_set (&vcfg, "slot", slot), 0);
+  assert_int_equal (volume_config_set (&vcfg, "size", size), 0);
+  assert_int_equal (volume_config_set (&vcfg, "meta", meta), 0);
   mem = m ? m : mem_backend_new (DISK, 4 * KiB, 1 << 30);
-  e = engine_open_backend (&cfg, &mem->b);
-  engine_config_free (&cfg);
-  return e;
+  eng = engine_open (&ecfg, &mem->b);
+  assert_non_null (eng);
+  v = volume_open (eng, &vcfg);
+  if (v == NULL) {
+    engine_close (eng);
+    eng = NULL;
+  }
+  engine_config_free (&ecfg);
+  volume_config_free (&vcfg);
+  return v;
 }
 
 static void
 open_thin (void)
 {
-  eng = open_thin_on (NULL, "64k", "2M");
-  assert_non_null (eng);
+  vol = open_thin_on (NULL, "64k", "2M");
+  assert_non_null (vol);
 }
 
-static struct engine_stats
+static struct volume_stats
 stats (void)
 {
-  struct engine_stats st;
+  struct volume_stats st;
 
-  engine_get_stats (eng, &st);
+  volume_get_stats (vol, &st);
   return st;
 }
 
@@ -99,7 +119,7 @@ fill (uint64_t offset, uint32_t length, int byte)
   static unsigned char buf[2 * DISK];
 
   memset (buf, byte, length);
-  assert_int_equal (engine_pwrite (eng, buf, length, offset, false), 0);
+  assert_int_equal (volume_pwrite (vol, buf, length, offset, false), 0);
 }
 
 static void
@@ -107,7 +127,7 @@ assert_filled (uint64_t offset, uint32_t length, int byte)
 {
   static unsigned char buf[2 * DISK];
 
-  assert_int_equal (engine_pread (eng, buf, length, offset), 0);
+  assert_int_equal (volume_pread (vol, buf, length, offset), 0);
   for (uint32_t i = 0; i < length; i++)
     if (buf[i] != byte)
       fail_msg ("byte %u at offset %llu: %#x, expected %#x", i,
@@ -118,10 +138,9 @@ assert_filled (uint64_t offset, uint32_t length, int byte)
 static int64_t
 phys_of (uint64_t l)
 {
-  uint64_t lg;
-  uint32_t ph;
+  uint64_t lg, ph;
 
-  if (thin_dump_batch (eng->thin, l, &lg, &ph, 1) == 0 || lg != l)
+  if (volume_dump_map_batch (vol, l, &lg, &ph, 1) <= 0 || lg != l)
     return -1;
   return ph;
 }
@@ -183,28 +202,28 @@ test_engine_reuse (void **state)
   open_thin ();
   for (int l = 0; l < 4; l++)
     fill (l * SLOT, SLOT, 0x10 + l);
-  assert_int_equal (engine_flush (eng), 0);
+  assert_int_equal (volume_flush (vol), 0);
   p1 = phys_of (1);
   p2 = phys_of (2);
   assert_true (p1 >= 0 && p2 >= 0);
-  assert_int_equal (engine_trim (eng, 1 * SLOT, SLOT, false), 0);
-  assert_int_equal (engine_trim (eng, 2 * SLOT, SLOT, false), 0);
-  assert_int_equal (stats ().thin_free_undurable, 2);
+  assert_int_equal (volume_trim (vol, 1 * SLOT, SLOT, false), 0);
+  assert_int_equal (volume_trim (vol, 2 * SLOT, SLOT, false), 0);
+  assert_int_equal (stats ().th.free_undurable, 2);
   /* Before the commit, a new slot is a clean one. */
   fill (20 * SLOT, SLOT, 0x20);
   assert_true (phys_of (20) != p1 && phys_of (20) != p2);
-  assert_int_equal (engine_flush (eng), 0);
-  assert_int_equal (stats ().thin_free_pending, 2);
+  assert_int_equal (volume_flush (vol), 0);
+  assert_int_equal (stats ().th.free_pending, 2);
   fill (21 * SLOT, SLOT, 0x21);
   assert_int_equal (phys_of (21), p2);
   fill (22 * SLOT, 4 * KiB, 0x22);
   assert_int_equal (phys_of (22), p1);
-  assert_int_equal (stats ().thin_reused, 2);
+  assert_int_equal (stats ().th.reused, 2);
   /* Both pending discards cancelled whole: by the data and the zeros
    * around it.
    */
-  assert_int_equal (stats ().cancelled_by_writes +
-                    stats ().cancelled_by_zeroes, 2 * SLOT);
+  assert_int_equal (stats ().engine.cancelled_by_writes +
+                    stats ().engine.cancelled_by_zeroes, 2 * SLOT);
   assert_int_equal (engine_drain (eng, NULL, NULL), 0);
   n = mem_backend_calls (mem, c, MEM_MAX_CALLS);
   assert_int_equal (n, 0);
@@ -224,22 +243,22 @@ test_enospc (void **state)
   for (int l = 0; l < NPHYS; l++)
     fill (l * 2 * SLOT, SLOT, 0x40 + l);
   errno = 0;
-  assert_int_equal (engine_pwrite (eng, "x", 1, 1 * SLOT, false), -1);
+  assert_int_equal (volume_pwrite (vol, "x", 1, 1 * SLOT, false), -1);
   assert_int_equal (errno, ENOSPC);
-  assert_int_equal (stats ().thin_enospc, 1);
+  assert_int_equal (stats ().th.enospc, 1);
   /* Writes to mapped slots go on; nothing else changed. */
   fill (2 * SLOT + 100, 100, 0x77);
   assert_filled (2 * SLOT + 100, 100, 0x77);
   assert_filled (1 * SLOT, SLOT, 0);
   for (int l = 2; l < NPHYS; l++)
     assert_filled (l * 2 * SLOT + 4096, 4096, 0x40 + l);
-  assert_int_equal (stats ().thin_free_clean + stats ().thin_free_pending, 0);
-  assert_int_equal (engine_trim (eng, 0, SLOT, false), 0);
+  assert_int_equal (stats ().th.free_clean + stats ().th.free_pending, 0);
+  assert_int_equal (volume_trim (vol, 0, SLOT, false), 0);
   fill (1 * SLOT, 512, 0x55);
   assert_filled (1 * SLOT, 512, 0x55);
   assert_filled (1 * SLOT + 512, SLOT - 512, 0);
   assert_filled (0, SLOT, 0);
-  assert_int_equal (stats ().thin_reused, 1);
+  assert_int_equal (stats ().th.reused, 1);
 }
 
 /* A new slot reads as zeros around its first write, even when the slot
@@ -252,10 +271,10 @@ test_subslot_zeros (void **state)
 
   open_thin ();
   fill (0, SLOT, 0xaa);
-  assert_int_equal (engine_flush (eng), 0);
+  assert_int_equal (volume_flush (vol), 0);
   p = phys_of (0);
-  assert_int_equal (engine_trim (eng, 0, SLOT, false), 0);
-  assert_int_equal (engine_flush (eng), 0);
+  assert_int_equal (volume_trim (vol, 0, SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
   assert_int_equal (mem->data[p * SLOT + 5000], 0xaa);
   fill (5 * SLOT + 1000, 100, 0xbb);
   assert_int_equal (phys_of (5), p);
@@ -266,10 +285,10 @@ test_subslot_zeros (void **state)
     assert_true (mem->data[p * SLOT + i] != 0xaa);
   /* A zero of a whole slot unmaps it; of a part, writes zeros. */
   fill (6 * SLOT, SLOT, 0xcc);
-  assert_int_equal (engine_zero (eng, 6 * SLOT + 10, 10, false, false, false), 0);
+  assert_int_equal (volume_zero (vol, 6 * SLOT + 10, 10, false, false, false), 0);
   assert_filled (6 * SLOT + 10, 10, 0);
   assert_filled (6 * SLOT + 20, 100, 0xcc);
-  assert_int_equal (engine_zero (eng, 5 * SLOT, 2 * SLOT, false, false, false), 0);
+  assert_int_equal (volume_zero (vol, 5 * SLOT, 2 * SLOT, false, false, false), 0);
   assert_int_equal (phys_of (5), -1);
   assert_int_equal (phys_of (6), -1);
   assert_filled (5 * SLOT, 2 * SLOT, 0);
@@ -285,17 +304,17 @@ test_short_last_slot (void **state)
   char sz[32];
 
   snprintf (sz, sizeof sz, "%" PRIu64, size);
-  eng = open_thin_on (NULL, "64k", sz);
-  assert_non_null (eng);
-  assert_int_equal (engine_size (eng), size);
+  vol = open_thin_on (NULL, "64k", sz);
+  assert_non_null (vol);
+  assert_int_equal (volume_size (vol), size);
   fill (last * SLOT + 100, SLOT / 2 - 100, 0x31);
   assert_filled (last * SLOT, 100, 0);
   assert_filled (last * SLOT + 100, SLOT / 2 - 100, 0x31);
   assert_true (phys_of (last) >= 0);
-  assert_int_equal (engine_trim (eng, last * SLOT, SLOT / 2, false), 0);
+  assert_int_equal (volume_trim (vol, last * SLOT, SLOT / 2, false), 0);
   assert_int_equal (phys_of (last), -1);
   errno = 0;
-  assert_int_equal (engine_pwrite (eng, "x", 1, size, false), -1);
+  assert_int_equal (volume_pwrite (vol, "x", 1, size, false), -1);
   assert_int_equal (errno, EINVAL);
 }
 
@@ -436,14 +455,14 @@ churn (uint64_t *seed, int ops)
       static unsigned char buf[SLOT];
 
       memset (buf, (int) (l + 1), sizeof buf);
-      engine_pwrite (eng, buf, SLOT, l * SLOT, false);
+      volume_pwrite (vol, buf, SLOT, l * SLOT, false);
     }
     else if (r < 9)
-      assert_int_equal (engine_trim (eng, l * SLOT, SLOT, false), 0);
+      assert_int_equal (volume_trim (vol, l * SLOT, SLOT, false), 0);
     else
-      assert_int_equal (engine_flush (eng), 0);
+      assert_int_equal (volume_flush (vol), 0);
   }
-  assert_int_equal (engine_flush (eng), 0);
+  assert_int_equal (volume_flush (vol), 0);
 }
 
 static void
@@ -544,27 +563,27 @@ test_crash_image (void **state)
   open_thin ();
   fill (0, SLOT, 0x01);
   fill (3 * SLOT + 512, 512, 0x03);
-  assert_int_equal (engine_trim (eng, 0, SLOT, false), 0);
+  assert_int_equal (volume_trim (vol, 0, SLOT, false), 0);
   fill (7 * SLOT, SLOT, 0x07);
-  assert_int_equal (engine_flush (eng), 0);
+  assert_int_equal (volume_flush (vol), 0);
   img = read_file (meta, &len);
   memcpy (copy->data, mem->data, DISK);
   /* Lost at the crash. */
   fill (9 * SLOT, SLOT, 0x09);
-  assert_int_equal (engine_trim (eng, 7 * SLOT, SLOT, false), 0);
-  engine_close (eng);
+  assert_int_equal (volume_trim (vol, 7 * SLOT, SLOT, false), 0);
+  close_thin ();
 
   write_file (meta, img, len);
   free (img);
-  eng = open_thin_on (copy, "64k", "2M");
-  assert_non_null (eng);
+  vol = open_thin_on (copy, "64k", "2M");
+  assert_non_null (vol);
   assert_filled (0, SLOT, 0);
   assert_filled (3 * SLOT, 512, 0);
   assert_filled (3 * SLOT + 512, 512, 0x03);
   assert_filled (3 * SLOT + 1024, SLOT - 1024, 0);
   assert_filled (7 * SLOT, SLOT, 0x07);
   assert_filled (9 * SLOT, SLOT, 0);
-  assert_int_equal (stats ().thin_mapped, 2);
+  assert_int_equal (stats ().th.mapped, 2);
 }
 
 /* meta= of another slot size, exported size or backend is refused, and
@@ -575,12 +594,11 @@ test_meta_refused (void **state)
 {
   unsigned char *img, *after;
   size_t len, len2;
-  struct engine *e;
+  struct volume *e;
 
   open_thin ();
   fill (0, SLOT, 0x01);
-  engine_close (eng);
-  eng = NULL;
+  close_thin ();
   img = read_file (meta, &len);
   e = open_thin_on (NULL, "128k", "2M");
   assert_null (e);
@@ -594,8 +612,8 @@ test_meta_refused (void **state)
   img = realloc (img, len + 10);
   memset (img + len, 0x5a, 10);
   write_file (meta, img, len + 10);
-  eng = open_thin_on (NULL, "64k", "2M");
-  assert_non_null (eng);
+  vol = open_thin_on (NULL, "64k", "2M");
+  assert_non_null (vol);
   free (read_file (meta, &len2));
   assert_int_equal (len2, len);
   free (img);
@@ -626,14 +644,14 @@ work (void *opaque)
       uint64_t off = splitmix_below (&w->seed, SLOT / 4096) * 4096;
 
       memset (buf, (int) (l * 7 + i), sizeof buf);
-      engine_pwrite (eng, buf, sizeof buf, l * SLOT + off, false);
+      volume_pwrite (vol, buf, sizeof buf, l * SLOT + off, false);
     }
     else if (r < 8)
-      engine_trim (eng, l * SLOT, SLOT, r == 7);
+      volume_trim (vol, l * SLOT, SLOT, r == 7);
     else if (r < 9)
-      engine_zero (eng, l * SLOT, SLOT, false, false, false);
+      volume_zero (vol, l * SLOT, SLOT, false, false, false);
     else
-      engine_flush (eng);
+      volume_flush (vol);
   }
   (void) zero;
   return NULL;
@@ -651,7 +669,7 @@ test_checkpoint_concurrent (void **state)
   uint64_t checkpoints;
 
   open_thin ();
-  thin_set_journal_limit (eng->thin, 10 * THIN_RECORD_SIZE);
+  thin_set_journal_limit (vol, 10 * THIN_RECORD_SIZE);
   for (int i = 0; i < 4; i++) {
     w[i] = (struct worker) { .seed = 100 + i, .ops = 600 };
     assert_int_equal (pthread_create (&th[i], NULL, work, &w[i]), 0);
@@ -677,19 +695,19 @@ test_checkpoint_concurrent (void **state)
   }
   for (int i = 0; i < 4; i++)
     pthread_join (th[i], NULL);
-  assert_int_equal (engine_flush (eng), 0);
-  checkpoints = stats ().thin_checkpoints;
+  assert_int_equal (volume_flush (vol), 0);
+  checkpoints = stats ().th.checkpoints;
   assert_true (checkpoints > 5);
-  assert_int_equal (engine_pread (eng, a, 2 * DISK, 0), 0);
+  assert_int_equal (volume_pread (vol, a, 2 * DISK, 0), 0);
   img = read_file (meta, &len);
   memcpy (copy->data, mem->data, DISK);
-  engine_close (eng);
+  close_thin ();
 
   write_file (meta, img, len);
   free (img);
-  eng = open_thin_on (copy, "64k", "2M");
-  assert_non_null (eng);
-  assert_int_equal (engine_pread (eng, b, 2 * DISK, 0), 0);
+  vol = open_thin_on (copy, "64k", "2M");
+  assert_non_null (vol);
+  assert_int_equal (volume_pread (vol, b, 2 * DISK, 0), 0);
   assert_memory_equal (a, b, 2 * DISK);
 }
 

@@ -27,6 +27,7 @@ struct ctl_client {
 
 struct ctl_server {
   struct engine *e;
+  struct volume *v;
   char path[sizeof ((struct sockaddr_un *) 0)->sun_path];
   int listen_fd;
   int stop_pipe[2];            /* readable once stopping: wakes every poll */

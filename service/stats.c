@@ -36,35 +36,39 @@
   X (budget_overruns)                                       \
   X (drain_eta_ms) X (forced_by_memory)
 
-/* Thin mode's, present only with thin=on. */
+/* Thin mode's, present only with thin=on, named thin_NAME. */
 #define STATS_THIN_U64(X)                                   \
-  X (thin_slot) X (thin_size) X (thin_slots)               \
-  X (thin_trims) X (thin_trim_bytes) X (thin_mapped)        \
-  X (thin_free_clean) X (thin_free_pending)                 \
-  X (thin_free_undurable) X (thin_allocated) X (thin_reused)\
-  X (thin_enospc) X (thin_commits) X (thin_journal_bytes)   \
-  X (thin_checkpoints) X (thin_last_checkpoint)
+  X (slot) X (size) X (slots)                               \
+  X (trims) X (trim_bytes) X (mapped)                       \
+  X (free_clean) X (free_pending)                           \
+  X (free_undurable) X (allocated) X (reused)               \
+  X (enospc) X (commits) X (journal_bytes)                  \
+  X (checkpoints) X (last_checkpoint)
 
 int
-stats_write_json (const struct engine_stats *st, FILE *fp)
+stats_write_json (const struct volume_stats *st, FILE *fp)
 {
+  const struct engine_stats *es = &st->engine;
+
   fprintf (fp, "{\"version\":1");
-#define JSON_FIELD(name) fprintf (fp, ",\"" #name "\":%" PRIu64, st->name);
+#define JSON_FIELD(name) fprintf (fp, ",\"" #name "\":%" PRIu64, es->name);
   STATS_U64 (JSON_FIELD)
-  if (st->thin) {
-    STATS_THIN_U64 (JSON_FIELD)
-  }
 #undef JSON_FIELD
+#define JSON_THIN(name) fprintf (fp, ",\"thin_" #name "\":%" PRIu64, st->th.name);
+  if (st->thin) {
+    STATS_THIN_U64 (JSON_THIN)
+  }
+#undef JSON_THIN
   fprintf (fp, ",\"last_error\":%d,\"discard_supported\":%s,\"paused\":%s,"
            "\"pace_mode\":\"%s\"}\n",
-           st->last_error, st->discard_supported ? "true" : "false",
-           st->paused ? "true" : "false",
-           st->pace_mode ? st->pace_mode : "off");
+           es->last_error, es->discard_supported ? "true" : "false",
+           es->paused ? "true" : "false",
+           es->pace_mode ? es->pace_mode : "off");
   return ferror (fp) ? -1 : 0;
 }
 
 int
-stats_write_file (const struct engine_stats *st, const char *path)
+stats_write_file (const struct volume_stats *st, const char *path)
 {
   CLEANUP_FREE char *tmp = NULL;
   FILE *fp;
@@ -104,26 +108,32 @@ stats_write_file (const struct engine_stats *st, const char *path)
 }
 
 void
-stats_write_lines (const struct engine_stats *st,
+stats_write_lines (const struct volume_stats *st,
                    void (*emit) (const char *line, void *opaque),
                    void *opaque)
 {
+  const struct engine_stats *es = &st->engine;
   char line[128];
 
 #define LINE_FIELD(name)                                                  \
-  snprintf (line, sizeof line, "%-26s %" PRIu64, #name, st->name);        \
+  snprintf (line, sizeof line, "%-26s %" PRIu64, #name, es->name);        \
   emit (line, opaque);
   STATS_U64 (LINE_FIELD)
-  if (st->thin) {
-    STATS_THIN_U64 (LINE_FIELD)
-  }
 #undef LINE_FIELD
-  snprintf (line, sizeof line, "%-26s %d", "last_error", st->last_error);
+#define LINE_THIN(name)                                                   \
+  snprintf (line, sizeof line, "%-26s %" PRIu64, "thin_" #name,           \
+            st->th.name);                                                 \
+  emit (line, opaque);
+  if (st->thin) {
+    STATS_THIN_U64 (LINE_THIN)
+  }
+#undef LINE_THIN
+  snprintf (line, sizeof line, "%-26s %d", "last_error", es->last_error);
   emit (line, opaque);
   snprintf (line, sizeof line, "%-26s %s", "discard_supported",
-            st->discard_supported ? "yes" : "no (backend: TRIM not supported)");
+            es->discard_supported ? "yes" : "no (backend: TRIM not supported)");
   emit (line, opaque);
   snprintf (line, sizeof line, "%-26s %s", "pace_mode",
-            st->pace_mode ? st->pace_mode : "off");
+            es->pace_mode ? es->pace_mode : "off");
   emit (line, opaque);
 }

@@ -13,6 +13,7 @@
 
 #include "ctl-internal.h"
 #include "engine.h"
+#include "volume.h"
 #include "log.h"
 #include "stats.h"
 
@@ -39,7 +40,7 @@ ctl_hello (struct ctl_client *c)
 static int
 do_stats (struct ctl_client *c)
 {
-  struct engine_stats st;
+  struct volume_stats st;
   char *json = NULL;
   size_t len = 0;
   FILE *mem = open_memstream (&json, &len);
@@ -47,7 +48,7 @@ do_stats (struct ctl_client *c)
 
   if (mem == NULL)
     return ctl_send_error (c, "out of memory");
-  engine_get_stats (c->s->e, &st);
+  volume_get_stats (c->s->v, &st);
   stats_write_json (&st, mem);
   if (fclose (mem) != 0 || len < 2 || (fp = ctl_out_open (c)) == NULL) {
     free (json);
@@ -182,12 +183,12 @@ static int
 do_dump_map (struct ctl_client *c)
 {
   uint64_t *lg = malloc (DUMP_BATCH * sizeof *lg), from = 0, count = 0;
-  uint32_t *ph = malloc (DUMP_BATCH * sizeof *ph);
-  struct engine_stats st;
+  uint64_t *ph = malloc (DUMP_BATCH * sizeof *ph);
+  struct volume_stats st;
   ssize_t n = 0;
   FILE *fp;
 
-  engine_get_stats (c->s->e, &st);
+  volume_get_stats (c->s->v, &st);
   if (!st.thin) {
     free (lg);
     free (ph);
@@ -199,13 +200,13 @@ do_dump_map (struct ctl_client *c)
     free (ph);
     return ctl_send_error (c, "out of memory");
   }
-  while ((n = engine_dump_map_batch (c->s->e, from, lg, ph, DUMP_BATCH)) > 0) {
+  while ((n = volume_dump_map_batch (c->s->v, from, lg, ph, DUMP_BATCH)) > 0) {
     if (ctl_stopping (c->s) || (fp = ctl_out_open (c)) == NULL)
       break;
     for (ssize_t i = 0; i < n; i++)
       fprintf (fp, "{\"offset\":%" PRIu64 ",\"physical\":%" PRIu64
-               ",\"length\":%" PRIu64 "}\n", lg[i] * st.thin_slot,
-               (uint64_t) ph[i] * st.thin_slot, st.thin_slot);
+               ",\"length\":%" PRIu64 "}\n", lg[i] * st.th.slot,
+               ph[i] * st.th.slot, st.th.slot);
     if (ctl_out_send (c) == -1)
       break;
     count += n;
@@ -216,7 +217,7 @@ do_dump_map (struct ctl_client *c)
   if (n > 0 || (fp = ctl_out_open (c)) == NULL)
     return -1;
   fprintf (fp, "{\"ok\":true,\"dump\":\"done\",\"slots\":%" PRIu64
-           ",\"slot\":%" PRIu64 "}\n", count, st.thin_slot);
+           ",\"slot\":%" PRIu64 "}\n", count, st.th.slot);
   return ctl_out_send (c);
 }
 

@@ -423,7 +423,7 @@ free_server (struct ctl_server *s)
 }
 
 struct ctl_server *
-ctl_start (struct engine *e, const char *path)
+ctl_start (struct engine *e, struct volume *v, const char *path)
 {
   struct ctl_server *s = calloc (1, sizeof *s);
   int err;
@@ -433,6 +433,7 @@ ctl_start (struct engine *e, const char *path)
     return NULL;
   }
   s->e = e;
+  s->v = v;
   s->listen_fd = s->stop_pipe[0] = s->stop_pipe[1] = -1;
   if (path)
     snprintf (s->path, sizeof s->path, "%s", path);
@@ -471,4 +472,10 @@ ctl_stop (struct ctl_server *s)
     if (s->clients[i].used)
       pthread_join (s->clients[i].thread, NULL);
   free_server (s);
+}
+
+const char *
+ctl_path (const struct ctl_server *s)
+{
+  return s->path;
 }

@@ -1,11 +1,11 @@
-/* discardcache: thin mode's engine glue (see thin-engine.h).
+/* discardcache: the thin volume (see thin-volume.h).
  *
- * Each request is cut at slot boundaries; each piece goes to the
- * identity-mode engine (engine_phys_*) at its physical address, so that
+ * Each request is cut at slot boundaries; each piece goes to the engine
+ * (engine.h's data path) at its physical address, so that
  * pending-discard cancellation, alignment, batching and the rate limit
- * all apply as before.  The thin lock guards the map and the record
- * buffer and is never held across I/O; the lock order is thin, then
- * engine.
+ * all apply as in identity mode.  The thin lock guards the map and the
+ * record buffer and is never held across I/O; the lock order is thin,
+ * then engine.
  *
  * A request doing I/O on a physical slot pins it; an unmap waits for
  * the pins to go, so a slot's data never reaches another logical slot.
@@ -30,12 +30,13 @@
 
 #include "arith.h"
 #include "cleanup.h"
-#include "engine-internal.h"
+#include "engine.h"
 #include "fileio.h"
 #include "grow.h"
 #include "log.h"
-#include "thin-engine.h"
+#include "thin-volume.h"
 #include "thin.h"
+#include "volume-internal.h"
 
 /* A checkpoint replaces the journal when it grows past this. */
 #define JOURNAL_LIMIT (4 * 1024 * 1024)
@@ -45,11 +46,11 @@
 #define META_MAX (UINT64_C (1) << 32)
 
 struct thin {
-  struct engine *e;
+  struct volume v;                  /* first: thin_of casts back */
+  struct engine *e;                 /* v.engine */
   struct thin_meta_id id;
   uint64_t slot;
   unsigned shift;
-  struct backend_limits limits;
   char *path;                       /* meta= */
   bool read_only;
 
@@ -71,22 +72,16 @@ struct thin {
   uint64_t meta_bytes;              /* journal_end, for stats */
 };
 
+static struct thin *
+thin_of (struct volume *v)
+{
+  return (struct thin *) v;
+}
+
 static uint64_t
 phys_offset (const struct thin *t, uint32_t p)
 {
   return (uint64_t) p << t->shift;
-}
-
-uint64_t
-thin_size (const struct thin *t)
-{
-  return t->id.size;
-}
-
-const struct backend_limits *
-thin_limits (const struct thin *t)
-{
-  return &t->limits;
 }
 
 /* Records. */
@@ -144,7 +139,7 @@ write_meta_file (struct thin *t, const void *image, size_t len)
   }
   if (flock (fd, LOCK_EX | LOCK_NB) == -1 ||
       pwrite_all (fd, image, len, 0) == -1 || fdatasync (fd) == -1 ||
-      rename (tmp, t->path) == -1 || engine_fsync_dir (t->path) == -1) {
+      rename (tmp, t->path) == -1 || fsync_dir (t->path) == -1) {
     dc_error ("meta=%s: cannot write a checkpoint: %m", t->path);
     close (fd);
     unlink (tmp);
@@ -246,7 +241,7 @@ commit (struct thin *t, bool client_flush)
     errno = ENOMEM;
     return -1;
   }
-  r = engine_phys_flush (t->e, client_flush);
+  r = client_flush ? engine_flush (t->e) : engine_flush_data (t->e);
   if (r == 0 && len > 0 &&
       (pwrite_all (t->fd, records, len, t->journal_end) == -1 ||
        fdatasync (t->fd) == -1)) {
@@ -372,12 +367,13 @@ unpin_run (struct thin *t, uint32_t p, uint64_t pos, uint64_t len)
   pthread_mutex_unlock (&t->lock);
 }
 
-int
-thin_pread (struct thin *t, void *buf, uint32_t count, uint64_t offset)
+static int
+thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
 {
+  struct thin *t = thin_of (v);
   uint64_t end = offset + count, len;
 
-  if (engine_check_range (t->e, t->id.size, offset, count, false) == -1)
+  if (volume_check_range (v, offset, count, false) == -1)
     return -1;
   for (uint64_t pos = offset; pos < end; pos += len) {
     char *dst = (char *) buf + (pos - offset);
@@ -391,7 +387,7 @@ thin_pread (struct thin *t, void *buf, uint32_t count, uint64_t offset)
       memset (dst, 0, len);
       continue;
     }
-    r = engine_phys_pread (t->e, dst, len,
+    r = engine_pread (t->e, dst, len,
                            phys_offset (t, p) + (pos & (t->slot - 1)));
     unpin_run (t, p, pos, len);
     if (r == -1)
@@ -404,15 +400,7 @@ thin_pread (struct thin *t, void *buf, uint32_t count, uint64_t offset)
 static bool
 discard_pending (struct thin *t, uint32_t p)
 {
-  struct engine *e = t->e;
-  struct extent x;
-  bool r;
-
-  pthread_mutex_lock (&e->lock);
-  r = extmap_find_overlap (e->map, phys_offset (t, p), t->slot, &x) ||
-      engine_overlaps_inflight_locked (e, phys_offset (t, p), t->slot);
-  pthread_mutex_unlock (&e->lock);
-  return r;
+  return engine_discard_pending (t->e, phys_offset (t, p), t->slot);
 }
 
 /* Allocate a slot for unmapped logical slot l.  When the pool is empty
@@ -452,7 +440,7 @@ alloc_locked (struct thin *t, uint64_t l, bool *reused)
       /* Freed slots whose discard is still being recorded: wait. */
       struct timespec ts;
 
-      clock_gettime (CLOCK_REALTIME, &ts);
+      clock_gettime (CLOCK_MONOTONIC, &ts);
       ts.tv_nsec += 10000000;
       if (ts.tv_nsec >= 1000000000) {
         ts.tv_sec++;
@@ -475,11 +463,11 @@ init_slot (struct thin *t, uint32_t p, const char *data,
   int r = 0;
 
   if (pc->start > 0)
-    r = engine_phys_zero (t->e, base, pc->start, false, false, false);
+    r = engine_zero (t->e, base, pc->start, false, false, false);
   if (r == 0)
-    r = engine_phys_pwrite (t->e, data, pc->n, base + pc->start, false);
+    r = engine_pwrite (t->e, data, pc->n, base + pc->start, false);
   if (r == 0 && end < t->slot)
-    r = engine_phys_zero (t->e, base + end, t->slot - end, false, false,
+    r = engine_zero (t->e, base + end, t->slot - end, false, false,
                           false);
   return r;
 }
@@ -527,7 +515,7 @@ write_piece (struct thin *t, const struct piece *pc, void *arg)
     p = pin_locked (t, pc->l);
     if (p != THIN_UNMAPPED) {
       pthread_mutex_unlock (&t->lock);
-      r = engine_phys_pwrite (t->e, a->buf + pc->done, pc->n,
+      r = engine_pwrite (t->e, a->buf + pc->done, pc->n,
                               phys_offset (t, p) + pc->start, a->fua);
       unpin (t, p);
       return r;
@@ -574,7 +562,7 @@ write_run (struct thin *t, uint64_t offset, uint64_t pos, uint64_t end,
   p = pin_run_locked (t, pos, end, len);
   pthread_mutex_unlock (&t->lock);
   if (p != THIN_UNMAPPED) {
-    r = engine_phys_pwrite (t->e, a->buf + (pos - offset), *len,
+    r = engine_pwrite (t->e, a->buf + (pos - offset), *len,
                             phys_offset (t, p) + (pos & (t->slot - 1)),
                             a->fua);
     unpin_run (t, p, pos, *len);
@@ -587,15 +575,16 @@ write_run (struct thin *t, uint64_t offset, uint64_t pos, uint64_t end,
   return write_piece (t, &pc, a);
 }
 
-int
-thin_pwrite (struct thin *t, const void *buf, uint32_t count,
+static int
+thin_pwrite (struct volume *v, const void *buf, uint32_t count,
              uint64_t offset, bool fua)
 {
+  struct thin *t = thin_of (v);
   struct write_args a = { .buf = buf, .fua = fua };
   uint64_t end = offset + count, len;
   int r = 0;
 
-  if (engine_check_range (t->e, t->id.size, offset, count, true) == -1)
+  if (volume_check_range (v, offset, count, true) == -1)
     return -1;
   for (uint64_t pos = offset; r == 0 && pos < end; pos += len)
     r = write_run (t, offset, pos, end, &a, &len);
@@ -634,7 +623,7 @@ unmap_piece (struct thin *t, const struct piece *pc, bool fua)
                   append_record_locked (t, THIN_REC_UNMAP, pc->l, p));
   pthread_mutex_unlock (&t->lock);
 
-  r = engine_phys_trim (t->e, phys_offset (t, p), t->slot, fua);
+  r = engine_trim (t->e, phys_offset (t, p), t->slot, fua);
 
   pthread_mutex_lock (&t->lock);
   thin_map_unmapped (&t->map, p);
@@ -664,7 +653,7 @@ clear_piece (struct thin *t, const struct piece *pc, void *arg)
    * is whole when it is covered to the end of the disk.
    */
   if (pc->start == 0 &&
-      (pc->n == t->slot || (pc->l << t->shift) + pc->n == t->id.size))
+      (pc->n == t->slot || (pc->l << t->shift) + pc->n == t->v.size))
     return unmap_piece (t, pc, a->fua);
   pthread_mutex_lock (&t->lock);
   p = pin_locked (t, pc->l);
@@ -672,9 +661,9 @@ clear_piece (struct thin *t, const struct piece *pc, void *arg)
   if (p == THIN_UNMAPPED)
     return 0;
   off = phys_offset (t, p) + pc->start;
-  r = a->zero ? engine_phys_zero (t->e, off, pc->n, a->may_trim, a->fua,
+  r = a->zero ? engine_zero (t->e, off, pc->n, a->may_trim, a->fua,
                                   a->fast)
-              : engine_phys_trim (t->e, off, pc->n, a->fua);
+              : engine_trim (t->e, off, pc->n, a->fua);
   unpin (t, p);
   return r;
 }
@@ -685,7 +674,7 @@ clear (struct thin *t, uint64_t offset, uint64_t length,
 {
   int r;
 
-  if (engine_check_range (t->e, t->id.size, offset, length, true) == -1)
+  if (volume_check_range (&t->v, offset, length, true) == -1)
     return -1;
   r = for_each_piece (t, offset, length, clear_piece, (void *) a);
   if (r == 0)
@@ -693,10 +682,11 @@ clear (struct thin *t, uint64_t offset, uint64_t length,
   return r;
 }
 
-int
-thin_zero (struct thin *t, uint64_t offset, uint64_t length, bool may_trim,
+static int
+thin_zero (struct volume *v, uint64_t offset, uint64_t length, bool may_trim,
            bool fua, bool fast)
 {
+  struct thin *t = thin_of (v);
   struct clear_args a = {
     .zero = true, .may_trim = may_trim, .fua = fua, .fast = fast,
   };
@@ -704,7 +694,7 @@ thin_zero (struct thin *t, uint64_t offset, uint64_t length, bool may_trim,
   /* A fast zero must change nothing when it fails: refuse before
    * unmapping anything if a partial slot would need slow zeroing.
    */
-  if (fast && !t->e->backend->limits.can_zero &&
+  if (fast && !engine_limits (t->e)->can_zero &&
       (!is_aligned (offset, t->slot) || !is_aligned (length, t->slot))) {
     errno = EOPNOTSUPP;
     return -1;
@@ -712,9 +702,10 @@ thin_zero (struct thin *t, uint64_t offset, uint64_t length, bool may_trim,
   return clear (t, offset, length, &a);
 }
 
-int
-thin_trim (struct thin *t, uint64_t offset, uint64_t length, bool fua)
+static int
+thin_trim (struct volume *v, uint64_t offset, uint64_t length, bool fua)
 {
+  struct thin *t = thin_of (v);
   struct clear_args a = { .zero = false, .fua = fua };
 
   pthread_mutex_lock (&t->lock);
@@ -724,22 +715,23 @@ thin_trim (struct thin *t, uint64_t offset, uint64_t length, bool fua)
   return clear (t, offset, length, &a);
 }
 
-int
-thin_flush (struct thin *t)
+static int
+thin_flush (struct volume *v)
 {
-  return commit (t, true);
+  return commit (thin_of (v), true);
 }
 
 /* Extents: unmapped slots are holes that read as zeros, mapped ones
  * data; runs of either are reported as one.
  */
-int
-thin_extents (struct thin *t, uint64_t offset, uint64_t length,
+static int
+thin_extents (struct volume *v, uint64_t offset, uint64_t length,
               backend_extent_fn fn, void *opaque)
 {
+  struct thin *t = thin_of (v);
   uint64_t end, pos = offset;
 
-  if (engine_check_range (t->e, t->id.size, offset, length, false) == -1)
+  if (volume_check_range (v, offset, length, false) == -1)
     return -1;
   end = offset + length;
   while (pos < end) {
@@ -766,8 +758,10 @@ thin_extents (struct thin *t, uint64_t offset, uint64_t length,
 }
 
 void
-thin_set_journal_limit (struct thin *t, uint64_t bytes)
+thin_set_journal_limit (struct volume *v, uint64_t bytes)
 {
+  struct thin *t = thin_of (v);
+
   pthread_mutex_lock (&t->commit_lock);
   t->journal_limit = bytes;
   pthread_mutex_unlock (&t->commit_lock);
@@ -775,39 +769,42 @@ thin_set_journal_limit (struct thin *t, uint64_t bytes)
 
 /* Statistics. */
 
-void
-thin_get_stats (struct thin *t, struct engine_stats *st)
+static void
+thin_stats (struct volume *v, struct volume_stats *vst)
 {
+  struct thin *t = thin_of (v);
+  struct thin_stats *st = &vst->th;
   uint64_t pending = 0;
 
   pthread_mutex_lock (&t->lock);
   for (uint32_t i = 0; i < t->map.nfreed; i++)
     pending += discard_pending (t, t->map.freed[i]);
-  st->thin = true;
-  st->thin_slot = t->slot;
-  st->thin_size = t->id.size;
-  st->thin_slots = t->map.nphys;
-  st->thin_trims = t->trims;
-  st->thin_trim_bytes = t->trim_bytes;
-  st->thin_mapped = t->map.mapped;
-  st->thin_free_undurable = t->map.nundurable;
-  st->thin_free_pending = pending;
-  st->thin_free_clean = t->map.nphys - t->map.mapped - t->map.nundurable -
-                        pending;
-  st->thin_allocated = t->allocated;
-  st->thin_reused = t->reused;
-  st->thin_enospc = t->enospc;
-  st->thin_commits = t->commits;
-  st->thin_journal_bytes = t->meta_bytes;
-  st->thin_checkpoints = t->checkpoints;
-  st->thin_last_checkpoint = t->last_checkpoint;
+  vst->thin = true;
+  st->slot = t->slot;
+  st->size = t->v.size;
+  st->slots = t->map.nphys;
+  st->trims = t->trims;
+  st->trim_bytes = t->trim_bytes;
+  st->mapped = t->map.mapped;
+  st->free_undurable = t->map.nundurable;
+  st->free_pending = pending;
+  st->free_clean = t->map.nphys - t->map.mapped - t->map.nundurable -
+                   pending;
+  st->allocated = t->allocated;
+  st->reused = t->reused;
+  st->enospc = t->enospc;
+  st->commits = t->commits;
+  st->journal_bytes = t->meta_bytes;
+  st->checkpoints = t->checkpoints;
+  st->last_checkpoint = t->last_checkpoint;
   pthread_mutex_unlock (&t->lock);
 }
 
-size_t
-thin_dump_batch (struct thin *t, uint64_t from, uint64_t *logical,
-                 uint32_t *physical, size_t max)
+static ssize_t
+thin_dump_map_batch (struct volume *v, uint64_t from, uint64_t *logical,
+                     uint64_t *physical, size_t max)
 {
+  struct thin *t = thin_of (v);
   size_t n = 0;
 
   pthread_mutex_lock (&t->lock);
@@ -830,12 +827,12 @@ thin_dump_batch (struct thin *t, uint64_t from, uint64_t *logical,
 static int
 check_geometry (struct engine *e, struct thin *t)
 {
-  uint64_t bsize = e->backend->size;
+  uint64_t bsize = engine_size (e);
 
-  if (t->slot < e->granularity) {
+  if (t->slot < engine_granularity (e)) {
     dc_error ("slot=%" PRIu64 ": must be at least the discard granularity, "
               "%" PRIu64 " bytes (a smaller slot could never be discarded)",
-              t->slot, e->granularity);
+              t->slot, engine_granularity (e));
     return -1;
   }
   if (bsize / t->slot == 0 || bsize / t->slot >= THIN_UNMAPPED) {
@@ -966,31 +963,39 @@ open_meta (struct thin *t)
   return 0;
 }
 
+static const struct volume_ops thin_ops;
+
 static struct thin *
-thin_new (struct engine *e)
+thin_new (struct engine *e, const struct volume_config *cfg)
 {
   struct thin *t = calloc (1, sizeof *t);
+  pthread_condattr_t attr;
 
-  if (t == NULL || (t->path = strdup (e->cfg.meta)) == NULL) {
+  if (t == NULL || (t->path = strdup (cfg->meta)) == NULL) {
     free (t);
     dc_error ("thin: out of memory");
     return NULL;
   }
-  t->e = e;
+  t->v.ops = &thin_ops;
+  t->v.engine = t->e = e;
+  t->v.size = cfg->size ? cfg->size : engine_size (e);
+  t->v.limits = *engine_limits (e);
+  t->v.limits.can_extents = true;
   t->fd = -1;
-  t->slot = e->cfg.slot;
+  t->slot = cfg->slot;
   t->shift = __builtin_ctzll (t->slot);
-  t->read_only = e->backend->limits.read_only;
+  t->read_only = t->v.limits.read_only;
   t->journal_limit = JOURNAL_LIMIT;
-  t->limits = e->backend->limits;
-  t->limits.can_extents = true;
   t->id.slot = t->slot;
-  t->id.size = e->cfg.size ? e->cfg.size : e->backend->size;
-  t->id.backend_size = e->backend->size;
-  t->id.backend = e->backend->identity;
+  t->id.size = t->v.size;
+  t->id.backend_size = engine_size (e);
+  t->id.backend = *engine_identity (e);
   pthread_mutex_init (&t->lock, NULL);
   pthread_mutex_init (&t->commit_lock, NULL);
-  pthread_cond_init (&t->changed, NULL);
+  pthread_condattr_init (&attr);
+  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+  pthread_cond_init (&t->changed, &attr);
+  pthread_condattr_destroy (&attr);
   return t;
 }
 
@@ -1008,52 +1013,61 @@ thin_free (struct thin *t)
   free (t);
 }
 
-int
-thin_open (struct engine *e)
+static void
+thin_close (struct volume *v)
 {
-  struct thin *t;
-  uint64_t nlogical;
+  struct thin *t = thin_of (v);
 
-  if (e->cfg.meta == NULL) {
-    dc_error ("thin=on needs meta=FILE");
-    errno = EINVAL;
-    return -1;
-  }
-  if ((t = thin_new (e)) == NULL)
-    return -1;
-  if (check_geometry (e, t) == -1) {
-    thin_free (t);
-    errno = EINVAL;
-    return -1;
-  }
-  nlogical = (t->id.size + t->slot - 1) >> t->shift;
-  if (thin_map_init (&t->map, nlogical,
-                     (uint32_t) (e->backend->size >> t->shift)) == -1 ||
-      open_meta (t) == -1) {
-    int saved_errno = errno;
-
-    thin_free (t);
-    errno = saved_errno;
-    return -1;
-  }
-  t->durable_seq = t->next_seq - 1;
-  t->meta_bytes = t->journal_end;
-  e->thin = t;
-  return 0;
-}
-
-void
-thin_close (struct engine *e)
-{
-  struct thin *t = e->thin;
-
-  if (t == NULL)
-    return;
   if (!t->read_only && commit (t, false) == 0) {
     pthread_mutex_lock (&t->commit_lock);
     checkpoint (t);
     pthread_mutex_unlock (&t->commit_lock);
   }
-  e->thin = NULL;
   thin_free (t);
+}
+
+static const struct volume_ops thin_ops = {
+  .name = "thin",
+  .pread = thin_pread,
+  .pwrite = thin_pwrite,
+  .zero = thin_zero,
+  .trim = thin_trim,
+  .flush = thin_flush,
+  .extents = thin_extents,
+  .stats = thin_stats,
+  .dump_map_batch = thin_dump_map_batch,
+  .close = thin_close,
+};
+
+struct volume *
+thin_volume_open (struct engine *e, const struct volume_config *cfg)
+{
+  struct thin *t;
+  uint64_t nlogical;
+
+  if (cfg->meta == NULL) {
+    dc_error ("thin=on needs meta=FILE");
+    errno = EINVAL;
+    return NULL;
+  }
+  if ((t = thin_new (e, cfg)) == NULL)
+    return NULL;
+  if (check_geometry (e, t) == -1) {
+    thin_free (t);
+    errno = EINVAL;
+    return NULL;
+  }
+  nlogical = (t->id.size + t->slot - 1) >> t->shift;
+  if (thin_map_init (&t->map, nlogical,
+                     (uint32_t) (engine_size (e) >> t->shift)) == -1 ||
+      open_meta (t) == -1) {
+    int saved_errno = errno;
+
+    thin_free (t);
+    errno = saved_errno;
+    return NULL;
+  }
+  t->durable_seq = t->next_seq - 1;
+  t->meta_bytes = t->journal_end;
+  return &t->v;
 }

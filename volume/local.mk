@@ -1,0 +1,17 @@
+# The volume layer: identity or thin, above the engine.  Its include
+# path reaches the engine's public header, not the service's.
+noinst_LTLIBRARIES += libvolume.la
+libvolume_la_SOURCES = \
+	volume/config.c \
+	volume/identity.c \
+	volume/volume.c \
+	volume/volume.h \
+	volume/volume-internal.h \
+	volume/thin/thin.c \
+	volume/thin/thin.h \
+	volume/thin/thin-journal.c \
+	volume/thin/thin-map.c \
+	volume/thin/thin-volume.h
+libvolume_la_CPPFLAGS = $(VOLUME_CPPFLAGS)
+libvolume_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
+libvolume_la_LIBADD = libengine.la $(ZSTD_LIBS)

@@ -1,0 +1,18 @@
+/* discardcache: the thin volume (thin.c; the map and the meta file are
+ * in thin.h).  Opened through volume_open with thin=on; each data-path
+ * call has volume.h's semantics on the exported (logical) disk and goes
+ * to the engine at physical addresses.
+ */
+#ifndef DISCARDCACHE_THIN_VOLUME_H
+#define DISCARDCACHE_THIN_VOLUME_H
+
+#include <stdint.h>
+
+#include "volume.h"
+
+/* Checkpoint when the journal passes bytes (tests make it small).  v
+ * must be a thin volume.
+ */
+extern void thin_set_journal_limit (struct volume *v, uint64_t bytes);
+
+#endif /* DISCARDCACHE_THIN_VOLUME_H */

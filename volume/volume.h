@@ -1,0 +1,132 @@
+/* discardcache: the volume, the data path the front-ends call.  It sits
+ * between the service (above) and the engine (below):
+ *
+ *   identity  passes every request through to the engine unchanged;
+ *   thin      maps logical slots to physical ones (volume/thin/),
+ *             driving the engine only through engine.h.
+ *
+ * Locks go volume, then engine; the engine never calls up.  Functions
+ * returning int return 0 or -1 with errno set, the error reported once
+ * with dc_error.
+ */
+#ifndef DISCARDCACHE_VOLUME_H
+#define DISCARDCACHE_VOLUME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "engine.h"
+
+struct volume;
+
+/* The volume's keys (thin=, slot=, size=, meta=). */
+struct volume_config {
+  bool thin;                   /* thin=on: map logical slots to physical */
+  uint64_t slot;               /* thin slot size, a power of two */
+  uint64_t size;               /* thin exported size; 0: the backend's */
+  char *meta;                  /* thin map and journal (owned) */
+};
+
+/* Thin mode's statistics (all 0 without thin=on). */
+struct thin_stats {
+  uint64_t slot;               /* slot size */
+  uint64_t size;               /* exported size */
+  uint64_t slots;              /* physical slots in the pool */
+  uint64_t trims;              /* trims received (the engine's trims */
+  uint64_t trim_bytes;         /*   are per slot, at backend addresses) */
+  uint64_t mapped;             /* slots mapped */
+  uint64_t free_clean;         /* free, nothing to discard */
+  uint64_t free_pending;       /* free, their discard still pending */
+  uint64_t free_undurable;     /* unmapped, unmap not yet durable */
+  uint64_t allocated;          /* slots allocated */
+  uint64_t reused;             /* ... whose pending discard they cancelled */
+  uint64_t enospc;             /* writes failed for want of a slot */
+  uint64_t commits;            /* journal commits (FLUSH, FUA, ...) */
+  uint64_t journal_bytes;      /* meta file: checkpoint + journal */
+  uint64_t checkpoints;        /* checkpoints written */
+  uint64_t last_checkpoint;    /* its unix time, 0 if none */
+};
+
+/* Everything statistics show: the engine's counters and the volume's. */
+struct volume_stats {
+  struct engine_stats engine;
+  bool thin;
+  struct thin_stats th;
+};
+
+/* Fill in the defaults documented in the man page. */
+extern void volume_config_init (struct volume_config *cfg);
+extern void volume_config_free (struct volume_config *cfg);
+
+/* Apply one key=value.  Returns 0, -1 on a bad value (reported, errno
+ * EINVAL, cfg unchanged), or 1 if key is not a volume key.
+ */
+extern int volume_config_set (struct volume_config *cfg, const char *key,
+                              const char *value);
+
+/* Check what single keys cannot (meta= with thin=on, thin keys without
+ * it).  0, or -1 (reported).
+ */
+extern int volume_config_complete (const struct volume_config *cfg);
+
+/* One line per key, "key=VALUE  explanation", for --help (the macro is
+ * a string literal, for front-ends that need a constant).
+ */
+#define VOLUME_CONFIG_HELP \
+  "thin=BOOL                Thin mode: map logical slots to physical ones,\n" \
+  "                         reusing freed slots (off).\n" \
+  "slot=SIZE                Thin slot size, a power of two (64k).\n" \
+  "size=SIZE                Thin exported size (the backend's).\n" \
+  "meta=FILE                Thin mode's map and journal (required)."
+extern const char volume_config_help[];
+
+/* Open the volume the config asks for over engine e (not owned: close
+ * the volume before the engine).  Thin mode loads or creates meta=.
+ * NULL with errno set on failure (reported, naming the key).
+ */
+extern struct volume *volume_open (struct engine *e,
+                                   const struct volume_config *cfg);
+
+/* Make the volume's metadata durable (thin: commit the journal and
+ * write a checkpoint), then free it.  NULL allowed.
+ */
+extern void volume_close (struct volume *v);
+
+/* The exported disk. */
+extern uint64_t volume_size (const struct volume *v);
+extern const struct backend_limits *volume_limits (const struct volume *v);
+/* The discard granularity in force (for statfs and block sizes). */
+extern uint64_t volume_granularity (const struct volume *v);
+
+/* The data path, NBD semantics on the exported disk.  fast: fail with
+ * EOPNOTSUPP at once rather than write zeros slowly.
+ */
+extern int volume_pread (struct volume *v, void *buf, uint32_t count,
+                         uint64_t offset);
+extern int volume_pwrite (struct volume *v, const void *buf, uint32_t count,
+                          uint64_t offset, bool fua);
+extern int volume_zero (struct volume *v, uint64_t offset, uint64_t length,
+                        bool may_trim, bool fua, bool fast);
+extern int volume_trim (struct volume *v, uint64_t offset, uint64_t length,
+                        bool fua);
+/* A client's FLUSH: acknowledged writes (and thin mode's map) durable. */
+extern int volume_flush (struct volume *v);
+extern int volume_extents (struct volume *v, uint64_t offset, uint64_t length,
+                           backend_extent_fn fn, void *opaque);
+
+/* The statistics: the engine's and the volume's own. */
+extern void volume_get_stats (struct volume *v, struct volume_stats *st);
+
+/* Thin mode's map: copy up to max mappings of logical slots from slot
+ * `from' on, in order, into logical[] and physical[] (slot numbers; the
+ * slot size is in the statistics).  Returns how many (0: none left), or
+ * -1 with errno ENOTSUP on an identity volume.  The volume's lock is
+ * held for one batch only.
+ */
+extern ssize_t volume_dump_map_batch (struct volume *v, uint64_t from,
+                                      uint64_t *logical, uint64_t *physical,
+                                      size_t max);
+
+#endif /* DISCARDCACHE_VOLUME_H */
