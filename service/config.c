@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the keys of every layer (see service.h).  The service's
  * own keys are parsed here; the others go to the volume's and the
  * engine's parsers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control socket server, started and stopped by the
  * service (service_start, service_stop), so every front-end serves it.  A
  * listener thread accepts; each client gets a thread of its own (at most

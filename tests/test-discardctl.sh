@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardctl against the plugin under nbdkit: each command and output
 # format (the table's ratios, JSON that parses, Prometheus text that
 # follows the format, dump lines, the progress bar on a terminal and
