@@ -8,7 +8,8 @@ PACKAGING_TESTS = \
 	tests/test-discardctl-admin.sh \
 	tests/test-install.sh \
 	tests/test-completion.sh \
-	tests/test-systemd-units.sh
+	tests/test-systemd-units.sh \
+	tests/test-deb.sh
 TESTS += $(PACKAGING_TESTS)
 EXTRA_DIST += $(PACKAGING_TESTS)
 EXTRA_DIST += tests/install-lib.sh
