@@ -11,8 +11,9 @@
 #   MOUNTPOINT/disk with direct I/O, data through it, then stopped in
 #   order (loop detached, then discardfuse) with a clean unmount;
 # - discardcache-prometheus: a file a server, labelled, mode 0644, no
-#   temporary file left, clean under promtool; the file of a server that
-#   stopped is removed.
+#   temporary file left, clean under promtool, served by node-exporter's
+#   textfile collector without error; the file of a server that stopped
+#   is removed.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/install-lib.sh"
 requires systemd-analyze --version
@@ -138,12 +139,44 @@ for s in b test; do
     grep -q "^discardcache_dropped_bytes_total{server=\"$s\",reason=\"full\"} 0$" "$f" ||
         { cat "$f"; fail "$f: labels not merged"; }
 done
+# What node-exporter itself makes of the two files (one server's metrics
+# beside another's, told apart by the label), on a loopback port.
+node_exporter=/usr/bin/prometheus-node-exporter
+[ -x "$node_exporter" ] || skip "no $node_exporter (Debian package prometheus-node-exporter)"
+for (( try = 0; try < 5; try++ )); do
+    port=$(( 20000 + RANDOM % 20000 ))
+    "$node_exporter" --collector.disable-defaults --collector.textfile \
+        --collector.textfile.directory="$textdir" \
+        --web.listen-address="127.0.0.1:$port" >"$T/ne.log" 2>&1 &
+    ne_pid=$!
+    cleanup_fn stop_pid "$ne_pid" node-exporter
+    /usr/bin/python3 - "$port" >"$T/scrape" 2>/dev/null <<'PY' && break
+import sys, time, urllib.request
+for _ in range(100):
+    try:
+        print(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode())
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+PY
+    stop_pid "$ne_pid" node-exporter
+done
+[ -s "$T/scrape" ] || { cat "$T/ne.log"; fail "node-exporter did not serve its metrics"; }
+grep -qx 'node_textfile_scrape_error 0' "$T/scrape" ||
+    { grep textfile "$T/scrape" "$T/ne.log"; fail "node-exporter could not read the files"; }
+for s in b test; do
+    grep -qx "discardcache_trims_total{server=\"$s\"} 0" "$T/scrape" ||
+        fail "node-exporter does not serve server $s's metrics"
+done
+stop_pid "$ne_pid" node-exporter
+
 # The server b stops: its file goes at the next run.
 stop_pidfile "$T/b.pid" nbdkit
 "${ARGV[@]}" || fail "discardcache-prometheus.service's command failed after a server stopped"
 [ ! -e "$textdir/discardcache-b.prom" ] || fail "the file of a stopped server stayed"
 [ -e "$textdir/discardcache-test.prom" ] || fail "the live server's file went"
-echo "discardcache-prometheus: one labelled file a server, promtool clean"
+echo "discardcache-prometheus: one labelled file a server, promtool clean, node-exporter reads them"
 
 # Stop discardcache@test as systemd does (SIGTERM, then ExecStopPost).
 stop_pid "$nbdkit_pid" "nbdkit (discardcache@test)"
