@@ -108,6 +108,19 @@ expect 1 -s "$ctl" set delay=soon
 out_has "set delay=soon: invalid value: expected a duration"
 expect 1 -s "$ctl" set granularity=4k
 out_has "cannot be changed while running"
+# Several at once: each printed; one bad pair and nothing changes.
+expect 0 -s "$ctl" set delay=2h idle=1s budget=5ms
+[ "$(cat "$dir/out")" = "$(printf 'delay=2h\nidle=1s\nbudget=5ms')" ] ||
+    { cat "$dir/out"; fail "set with three pairs"; }
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 5000 ] || fail "budget=5ms not set"
+expect 1 -s "$ctl" set budget=9ms foo=bar
+out_has "set foo: unknown key"
+expect 1 -s "$ctl" set budget=9ms delay=soon
+out_has "set delay=soon: invalid value"
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 5000 ] ||
+    fail "a refused set changed budget"
+expect 0 -s "$ctl" set budget=off
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 0 ] || fail "budget=off not set"
 
 # flush: without a terminal, the summary; then nothing but the fragment.
 expect 0 -s "$ctl" flush --wait
@@ -130,6 +143,8 @@ expect 2 -s "$ctl" pause now
 expect 2 -s "$ctl" set
 expect 2 -s "$ctl" set delay
 expect 2 -s "$ctl" set 'delay=1 s'
+expect 2 -s "$ctl" set delay=1s idle
+out_has "set idle: expected KEY=VALUE"
 expect 0 --help
 out_has "Usage: discardctl"
 expect 0 --version
