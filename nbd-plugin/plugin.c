@@ -133,6 +133,7 @@ discardcache_dump_plugin (void)
   printf ("discardcache_ctl_protocol=%d\n", CTL_PROTOCOL_VERSION);
   printf ("discardcache_state=zstd\n");
   printf ("discardcache_thin=yes\n");
+  printf ("discardcache_locking=ofd\n");
 }
 
 static void *

@@ -7,6 +7,8 @@ tests_keys_table_SOURCES = tests/keys-table.c
 tests_keys_table_LDADD = libservice.la libdclogstderr.la
 
 SERVICE_TESTS = \
-	tests/test-keys.sh
+	tests/test-keys.sh \
+	tests/test-start-checks.sh \
+	tests/test-backend-lock.sh
 TESTS += $(SERVICE_TESTS)
 EXTRA_DIST += $(SERVICE_TESTS)
