@@ -7,9 +7,10 @@
  *                       default, runtime (yes|no), front-ends
  *                       (nbdkit,fuse), layer, help
  *   keys-table --help   the --help text for nbdkit|fuse (argument 2)
- *   keys-table --check  every key is parsed by its layer, and every
- *                       default leaves a fresh config as it was;
- *                       exit 1 naming each key that fails
+ *   keys-table --check  every key is parsed by its layer, every
+ *                       default leaves a fresh config as it was, and the
+ *                       runtime keys are the engine's; exit 1 naming
+ *                       each key that fails
  */
 #include <config.h>
 
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine-config.h"
 #include "keys.h"
 #include "service.h"
 
@@ -93,6 +95,21 @@ check (void)
 
     if (check_parsed (k) == -1 || check_default (k) == -1)
       r = -1;
+    /* The engine refuses, while running, what it does not call runtime:
+     * the table must not offer more (or less).
+     */
+    if (k->layer == SERVICE_LAYER_ENGINE &&
+        k->runtime != engine_config_key_is_runtime (k->name)) {
+      fprintf (stderr, "keys-table: %s: the table says %s, the engine %s\n",
+               k->name, k->runtime ? "runtime" : "not runtime",
+               k->runtime ? "not" : "runtime");
+      r = -1;
+    }
+    if (k->runtime && k->layer != SERVICE_LAYER_ENGINE) {
+      fprintf (stderr, "keys-table: %s: only engine keys can be runtime "
+               "(ctl-commands.c applies them with engine_set)\n", k->name);
+      r = -1;
+    }
     if (k->layer == SERVICE_LAYER_SERVICE && k->set == NULL) {
       fprintf (stderr, "keys-table: %s: a service key without a parser\n",
                k->name);
