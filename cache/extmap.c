@@ -197,6 +197,10 @@ struct extmap {
   unsigned height;              /* levels; 1 when the root is a leaf */
   size_t count;
   uint64_t bytes;
+  bool runs;                    /* a map of runs (extmap_new_runs) */
+  uint64_t granularity;         /* 0: the granule totals are not kept */
+  uint64_t aligned;             /* sum of the aligned parts */
+  uint64_t subgranule;          /* bytes of extents holding no granule */
   struct pool pool;
 };
 
@@ -979,6 +983,47 @@ underflow (struct extmap *map, struct path *p, unsigned l)
              NULL);
 }
 
+/* ---- granule totals and run values ---- */
+
+/* Add extent [s, s+len) to the granule totals (add) or take it away.
+ * Every place that creates, changes or deletes a leaf element calls
+ * this, for the old extent and the new one.
+ */
+static inline void
+account (struct extmap *map, uint64_t s, uint64_t len, bool add)
+{
+  uint64_t g = map->granularity, a, b, *total, amount;
+
+  if (g == 0)
+    return;
+  a = round_up (s, g);
+  b = round_down (s + len, g);
+  if (b > a) {
+    total = &map->aligned;
+    amount = b - a;
+  }
+  else {
+    total = &map->subgranule;
+    amount = len;
+  }
+  if (add)
+    *total += amount;
+  else
+    *total -= amount;
+}
+
+/* The value of the part of extent j of leaf n that starts at x: a run's
+ * value moves along with its offset, a time stays.
+ */
+static inline uint32_t
+value_from (const struct extmap *map, const union node *n, unsigned j,
+            uint64_t x)
+{
+  uint32_t v = n->leaf.time[j];
+
+  return map->runs ? v + (uint32_t) (x - n->leaf.offset[j]) : v;
+}
+
 /* ---- operations on ranges ---- */
 
 struct run {
@@ -987,11 +1032,13 @@ struct run {
   uint32_t maxtime;             /* newest time among them */
 };
 
-/* Add extents j..k-1 of leaf n to *run. */
+/* Add extents j..k-1 of leaf n, about to be deleted, to *run. */
 static void
-run_add (struct run *run, const union node *n, unsigned j, unsigned k)
+run_add (struct extmap *map, struct run *run, const union node *n, unsigned j,
+         unsigned k)
 {
   for (; j < k; j++) {
+    account (map, n->leaf.offset[j], n->leaf.length[j], false);
     run->bytes += n->leaf.length[j];
     run->maxend = MAX (run->maxend, n->leaf.offset[j] + n->leaf.length[j]);
     run->maxtime = MAX (run->maxtime, n->leaf.time[j]);
@@ -1020,7 +1067,7 @@ delete_run (struct extmap *map, uint64_t lo, uint64_t hi, struct run *run)
       ;
     if (k == j)
       return;
-    run_add (run, n, j, k);
+    run_add (map, run, n, j, k);
     more = k == n->h.n;         /* the run may go on in the next leaf */
     map->count -= k - j;
     node_cut (&leaf_layout, n, j, k - j);
@@ -1063,6 +1110,8 @@ set_extent (struct extmap *map, struct path *p, uint64_t s, uint64_t e,
   union node *n = p->node[0];
   unsigned j = p->idx[0];
 
+  account (map, n->leaf.offset[j], n->leaf.length[j], false);
+  account (map, s, e - s, true);
   map->bytes += (e - s) - n->leaf.length[j];
   n->leaf.offset[j] = s;
   n->leaf.length[j] = e - s;
@@ -1094,7 +1143,7 @@ merge (struct extmap *map, struct path *p, uint64_t s, uint64_t e,
     cut_here = j + 1 < n->h.n &&
       (!start_at (map, p, j + 2, &after) || after > e);
     if (cut_here) {
-      run_add (&run, n, j + 1, j + 2);
+      run_add (map, &run, n, j + 1, j + 2);
       map->count--;
       node_cut (&leaf_layout, n, j + 1, 1);
     }
@@ -1136,10 +1185,13 @@ cut (struct extmap *map, uint64_t s, uint64_t e, uint64_t *gone)
 
   if (a0 < s && a_end > e) {
     /* Inside one extent: keep its head here, its tail after it. */
-    struct elem tail = { { e, a_end - e, n->leaf.time[j], 0 } };
+    struct elem tail = { { e, a_end - e, value_from (map, n, j, e), 0 } };
 
     if (reserve (map) == -1)
       return -1;
+    account (map, a0, a_end - a0, false);
+    account (map, a0, s - a0, true);
+    account (map, e, a_end - e, true);
     n->leaf.length[j] = s - a0;
     map->bytes -= e - s;
     map->count++;
@@ -1155,8 +1207,9 @@ cut (struct extmap *map, uint64_t s, uint64_t e, uint64_t *gone)
     if (a0 < s)
       set_extent (map, &p, a0, s, n->leaf.time[j]);
     else if (a_end > e)
-      set_extent (map, &p, e, a_end, n->leaf.time[j]);
+      set_extent (map, &p, e, a_end, value_from (map, n, j, e));
     else {
+      account (map, a0, a_end - a0, false);
       map->count--;
       map->bytes -= a_end - a0;
       node_cut (&leaf_layout, n, j, 1);
@@ -1177,7 +1230,8 @@ cut (struct extmap *map, uint64_t s, uint64_t e, uint64_t *gone)
     a0 = n->leaf.offset[j];
     if (a0 < e) {
       *gone += e - a0;
-      set_extent (map, &p, e, a0 + n->leaf.length[j], n->leaf.time[j]);
+      set_extent (map, &p, e, a0 + n->leaf.length[j],
+                  value_from (map, n, j, e));
     }
   }
   delete_run (map, s, e - 1, &run);   /* what is left lies inside */
@@ -1192,6 +1246,16 @@ struct extmap *
 extmap_new (void)
 {
   return calloc (1, sizeof (struct extmap));
+}
+
+struct extmap *
+extmap_new_runs (void)
+{
+  struct extmap *map = extmap_new ();
+
+  if (map)
+    map->runs = true;
+  return map;
 }
 
 void
@@ -1211,6 +1275,92 @@ extmap_clear (struct extmap *map)
   map->height = 0;
   map->count = 0;
   map->bytes = 0;
+  map->aligned = 0;
+  map->subgranule = 0;
+}
+
+/* A new extent at index j of p's leaf (or in a new root leaf). */
+static int
+insert_new (struct extmap *map, struct path *p, uint64_t offset,
+            uint64_t length, uint32_t value)
+{
+  struct elem e = { { offset, length, value, 0 } };
+
+  if (reserve (map) == -1)
+    return -1;
+  if (map->root == NULL) {
+    map->root = node_alloc (&map->pool);
+    map->height = 1;
+    p->node[0] = map->root;
+    p->idx[0] = 0;
+  }
+  account (map, offset, length, true);
+  map->count++;
+  map->bytes += length;
+  node_insert (map, p, 0, p->idx[0], &e);
+  return 0;
+}
+
+/* A run [offset, end) at value, into a map of runs: refused where it
+ * overlaps, else joined to the run ending at offset and to the one
+ * starting at end where values continue across.
+ */
+static int
+insert_run (struct extmap *map, uint64_t offset, uint64_t end, uint32_t value)
+{
+  uint64_t length = end - offset, start, next, right_end = 0;
+  struct path p, q;
+  union node *n;
+  unsigned j;
+  bool touches_left, join_left = false, join_right = false;
+
+  if (value + length > (UINT64_C (1) << 32)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (map->root == NULL)
+    return insert_new (map, &p, offset, length, value);
+  seek (map, offset, true, &p);
+  if (!settle (map, &p))          /* every run ends before offset */
+    return insert_new (map, &p, offset, length, value);
+  n = p.node[0];
+  j = p.idx[0];
+  start = n->leaf.offset[j];
+  touches_left = start + n->leaf.length[j] == offset;
+  if (touches_left) {
+    join_left = n->leaf.time[j] + n->leaf.length[j] == value;
+    if (!start_at (map, &p, j + 1, &next))
+      next = UINT64_MAX;
+  }
+  else
+    next = start;
+  if (next < end) {
+    errno = EINVAL;               /* it overlaps a run */
+    return -1;
+  }
+  if (next == end) {              /* the run starting at end */
+    seek (map, end, false, &q);
+    settle (map, &q);
+    join_right = value + length == q.node[0]->leaf.time[q.idx[0]];
+    right_end = end + q.node[0]->leaf.length[q.idx[0]];
+  }
+  if (join_left && join_right) {
+    struct run run = { 0 };
+
+    set_extent (map, &p, start, right_end, n->leaf.time[j]);
+    delete_run (map, end, end, &run);
+    map->bytes -= run.bytes;
+  }
+  else if (join_left)
+    set_extent (map, &p, start, end, n->leaf.time[j]);
+  else if (join_right)
+    set_extent (map, &q, offset, right_end, value);
+  else {
+    if (touches_left)
+      p.idx[0] = j + 1;           /* after the left neighbour */
+    return insert_new (map, &p, offset, length, value);
+  }
+  return 0;
 }
 
 int
@@ -1220,9 +1370,15 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
   struct elem e = { { offset, length, time, 0 } };
   struct path p;
   uint64_t end, next;
+  int r;
 
   if (check_range (offset, length, &end) == -1)
     return -1;
+  if (map->runs) {
+    r = insert_run (map, offset, end, time);
+    pool_trim (&map->pool);
+    return r;
+  }
 
   if (map->root != NULL) {
     seek (map, offset, true, &p);
@@ -1242,6 +1398,7 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
     p.node[0] = map->root;
     p.idx[0] = 0;
   }
+  account (map, offset, length, true);
   map->count++;
   map->bytes += length;
   node_insert (map, &p, 0, p.idx[0], &e);
@@ -1459,6 +1616,34 @@ extmap_bytes (const struct extmap *map)
   return map->bytes;
 }
 
+static int
+account_visit (const struct extent *x, void *opaque)
+{
+  account (opaque, x->offset, x->length, true);
+  return 0;
+}
+
+void
+extmap_set_granularity (struct extmap *map, uint64_t g)
+{
+  map->granularity = g;
+  map->aligned = map->subgranule = 0;
+  if (g)
+    extmap_iterate (map, 0, account_visit, map);
+}
+
+uint64_t
+extmap_aligned_bytes (const struct extmap *map)
+{
+  return map->aligned;
+}
+
+uint64_t
+extmap_subgranule_bytes (const struct extmap *map)
+{
+  return map->subgranule;
+}
+
 size_t
 extmap_memory (const struct extmap *map)
 {
@@ -1501,30 +1686,47 @@ extern const char *extmap_check (const struct extmap *map);
 
 struct check {
   size_t count, nodes;
-  uint64_t bytes, prev_end;
+  uint64_t bytes, prev_end, prev_value_end, aligned, subgranule;
   bool first;
 };
 
 static const char *
-check_leaf (const union node *n, struct check *c)
+check_leaf (const struct extmap *map, const union node *n, struct check *c)
 {
   for (unsigned j = 0; j < n->h.n; j++) {
     uint64_t off = n->leaf.offset[j], len = n->leaf.length[j], end;
+    uint32_t v = n->leaf.time[j];
 
     if (len == 0 || ADD_OVERFLOW (off, len, &end) || end > EXTMAP_MAX_END)
       return "extent with a bad range";
-    if (!c->first && off <= c->prev_end)
+    if (map->runs && v + len > (UINT64_C (1) << 32))
+      return "run whose values pass 2^32";
+    /* Runs may touch where their values do not continue. */
+    if (!c->first && (off < c->prev_end ||
+                      (off == c->prev_end &&
+                       (!map->runs || c->prev_value_end == v))))
       return "extents out of order, overlapping or adjacent";
     c->first = false;
     c->prev_end = end;
+    c->prev_value_end = v + len;
     c->count++;
     c->bytes += len;
+    if (map->granularity) {
+      uint64_t a = round_up (off, map->granularity);
+      uint64_t b = round_down (end, map->granularity);
+
+      if (b > a)
+        c->aligned += b - a;
+      else
+        c->subgranule += len;
+    }
   }
   return NULL;
 }
 
 static const char *
-check_node (const union node *n, unsigned l, bool is_root, struct check *c)
+check_node (const struct extmap *map, const union node *n, unsigned l,
+            bool is_root, struct check *c)
 {
   const char *err;
 
@@ -1534,7 +1736,7 @@ check_node (const union node *n, unsigned l, bool is_root, struct check *c)
   if (n->h.n > layout_at (l)->cap)
     return "overfull node";
   if (l == 0)
-    return check_leaf (n, c);
+    return check_leaf (map, n, c);
   if (is_root && n->h.n < 2)
     return "inner root with a single child";
   for (unsigned i = 0; i < n->h.n; i++) {
@@ -1547,7 +1749,7 @@ check_node (const union node *n, unsigned l, bool is_root, struct check *c)
       return "maxlen is not the child's longest extent";
     if (n->inner.mintime[i] != s.v[COL_TIME])
       return "mintime is not the child's oldest time";
-    err = check_node (child, l - 1, false, c);
+    err = check_node (map, child, l - 1, false, c);
     if (err)
       return err;
   }
@@ -1565,7 +1767,7 @@ extmap_check (const struct extmap *map)
   if ((map->root == NULL) != (map->height == 0))
     return "root and height disagree";
   if (map->root != NULL) {
-    err = check_node (map->root, map->height - 1, true, &c);
+    err = check_node (map, map->root, map->height - 1, true, &c);
     if (err)
       return err;
   }
@@ -1573,6 +1775,8 @@ extmap_check (const struct extmap *map)
     return "count is wrong";
   if (c.bytes != map->bytes)
     return "bytes is wrong";
+  if (c.aligned != map->aligned || c.subgranule != map->subgranule)
+    return "granule totals are wrong";
 
   for (size_t i = 0; i < pool->nslabs; i++) {
     if (pool->slabs[i].nodes == NULL)

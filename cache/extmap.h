@@ -4,6 +4,12 @@
  * child's largest length and oldest time, so the largest and the oldest
  * extent are found in O(height).
  *
+ * The same tree also holds runs (extmap_new_runs): each extent maps
+ * [offset, offset+length) onto [value, value+length) of another space
+ * (thin mode's logical slots onto physical ones), the value kept in the
+ * time field.  Runs merge only when both spaces continue, and a cut
+ * shifts the value of what remains after it.
+ *
  * Not thread-safe: the engine serialises access with its own lock.
  * Offsets and ends are at most EXTMAP_MAX_END (2^63).  Times are opaque
  * 32-bit ticks chosen by the caller (the engine uses milliseconds since
@@ -26,11 +32,21 @@ struct extmap;
 struct extent {
   uint64_t offset;
   uint64_t length;
-  uint32_t time;
+  uint32_t time;                /* when it was queued; in a map of runs,
+                                   the value: where offset maps to */
 };
 
 /* Create an empty map, or NULL with errno set. */
 extern struct extmap *extmap_new (void);
+
+/* Create an empty map of runs.  Its extmap_insert refuses a range that
+ * overlaps an extent (EINVAL) or whose value + length passes 2^32, and
+ * merges it with a neighbour only where offsets and values both
+ * continue; extmap_remove keeps the head of a cut run at its value and
+ * moves the tail's value along.  The queries that speak of times
+ * (largest_before, oldest, rebase_time) have no meaning for runs.
+ */
+extern struct extmap *extmap_new_runs (void);
 
 /* Free the map and all its nodes.  NULL is allowed. */
 extern void extmap_free (struct extmap *map);
@@ -100,6 +116,20 @@ extern bool extmap_oldest (const struct extmap *map, struct extent *out)
 extern size_t extmap_count (const struct extmap *map)
   __attribute__ ((nonnull (1)));
 extern uint64_t extmap_bytes (const struct extmap *map)
+  __attribute__ ((nonnull (1)));
+
+/* Account every extent against granules of g bytes (a power of two, or
+ * 0 to stop): extmap_aligned_bytes is then the sum of each extent's
+ * granule-aligned part (rounded inward), extmap_subgranule_bytes the
+ * sum of the lengths of those that hold no whole granule.  Both are
+ * kept up to date by every change, so reading them costs nothing;
+ * setting g walks the map once.
+ */
+extern void extmap_set_granularity (struct extmap *map, uint64_t g)
+  __attribute__ ((nonnull (1)));
+extern uint64_t extmap_aligned_bytes (const struct extmap *map)
+  __attribute__ ((nonnull (1)));
+extern uint64_t extmap_subgranule_bytes (const struct extmap *map)
   __attribute__ ((nonnull (1)));
 
 /* Bytes of memory the map holds now (nodes, pools, the struct itself),

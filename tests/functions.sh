@@ -308,6 +308,19 @@ wait_for_file ()
     return 1
 }
 
+# wait_pidfile PIDFILE: nbdkit started in the background (no -f) has
+# exited in the parent, but its server writes PIDFILE a moment later:
+# wait until it holds a pid.
+wait_pidfile ()
+{
+    local i
+    for (( i = 0; i < 600; i++ )); do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    fail "no pid in $1 after 60 s"
+}
+
 # json_get FILE KEY: a number or boolean from a flat JSON object.
 json_get ()
 {

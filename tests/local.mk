@@ -10,6 +10,7 @@ include tests/engine.mk
 include tests/fuse.mk
 include tests/ctl.mk
 include tests/packaging.mk
+include tests/service.mk
 include tests/state.mk
 include tests/pacing.mk
 include tests/fuzz.mk

@@ -121,7 +121,8 @@ textdir=$T/textfile
 mkdir "$textdir"
 echo 'discardcache_old 1' >"$textdir/discardcache-gone.prom"
 echo 'other_metric 1' >"$textdir/other.prom"
-start_nbdkit -P "$T/b.pid" -U "$T/b.nbd" "$PLUGIN" backend="$T/disk" readonly=true \
+truncate -s 16M "$T/disk-b"
+start_nbdkit -P "$T/b.pid" -U "$T/b.nbd" "$PLUGIN" backend="$T/disk-b" readonly=true \
     ctl="$T/run/b.sock"
 wait_for_ctl "$T/run/b.sock"
 unit_argv discardcache-prometheus.service ExecStart

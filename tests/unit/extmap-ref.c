@@ -71,7 +71,39 @@ ref_splice (struct extmap_ref *r, size_t i0, size_t i1,
   r->n = r->n - (i1 - i0) + cnt;
 }
 
-void
+/* A run joins a neighbour only where offsets and values both continue. */
+static int
+ref_insert_run (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t v)
+{
+  struct extent m = { s, len, v };
+  size_t i0 = ref_first (r, s, true), i1 = i0;
+
+  if (v + len > (UINT64_C (1) << 32))
+    return -1;
+  if (i0 < r->n && r->v[i0].offset < s + len && end_of (&r->v[i0]) > s)
+    return -1;
+  if (i0 + 1 < r->n && end_of (&r->v[i0]) == s && r->v[i0 + 1].offset < s + len)
+    return -1;
+  if (i0 < r->n && end_of (&r->v[i0]) == s) {
+    if (r->v[i0].time + r->v[i0].length == v) {
+      m.offset = r->v[i0].offset;
+      m.time = r->v[i0].time;
+      m.length += r->v[i0].length;
+      i1 = i0 + 1;
+    }
+    else
+      i0 = i1 = i0 + 1;
+  }
+  if (i1 < r->n && r->v[i1].offset == s + len &&
+      v + len == r->v[i1].time) {
+    m.length += r->v[i1].length;
+    i1++;
+  }
+  ref_splice (r, i0, i1, &m, 1);
+  return 0;
+}
+
+int
 ref_insert (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t t)
 {
   struct extent m = { s, 0, t };
@@ -83,8 +115,11 @@ ref_insert (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t t)
     e = MAX (e, end_of (&r->v[i1]));
     m.time = MAX (m.time, r->v[i1].time);
   }
+  if (r->runs)
+    return ref_insert_run (r, s, len, t);
   m.length = e - m.offset;
   ref_splice (r, i0, i1, &m, 1);
+  return 0;
 }
 
 uint64_t
@@ -101,7 +136,10 @@ ref_remove (struct extmap_ref *r, uint64_t s, uint64_t len)
     if (x->offset < s)
       keep[k++] = (struct extent) { x->offset, s - x->offset, x->time };
     if (end_of (x) > e)
-      keep[k++] = (struct extent) { e, end_of (x) - e, x->time };
+      keep[k++] = (struct extent) {
+        e, end_of (x) - e,
+        r->runs ? x->time + (uint32_t) (e - x->offset) : x->time,
+      };
   }
   ref_splice (r, i0, i1, keep, k);
   return removed;
@@ -124,7 +162,8 @@ void
 ref_free (struct extmap_ref *r)
 {
   free (r->v);
-  *r = (struct extmap_ref) { NULL, 0, 0 };
+  r->v = NULL;
+  r->n = r->cap = 0;
 }
 
 uint64_t
@@ -296,5 +335,24 @@ ref_check_all (const struct extmap *map, const struct extmap_ref *r)
   if (extmap_bytes (map) != ref_bytes (r))
     return differs ("bytes %" PRIu64 ", reference %" PRIu64,
                     extmap_bytes (map), ref_bytes (r));
+  if (r->granularity) {
+    uint64_t aligned = 0, sub = 0, g = r->granularity;
+
+    for (size_t i = 0; i < r->n; i++) {
+      uint64_t a = round_up (r->v[i].offset, g);
+      uint64_t b = round_down (end_of (&r->v[i]), g);
+
+      if (b > a)
+        aligned += b - a;
+      else
+        sub += r->v[i].length;
+    }
+    if (extmap_aligned_bytes (map) != aligned ||
+        extmap_subgranule_bytes (map) != sub)
+      return differs ("granule totals %" PRIu64 " aligned, %" PRIu64
+                      " sub-granule; reference %" PRIu64 ", %" PRIu64,
+                      extmap_aligned_bytes (map),
+                      extmap_subgranule_bytes (map), aligned, sub);
+  }
   return NULL;
 }

@@ -17,6 +17,9 @@
 struct extmap_ref {
   struct extent *v;             /* sorted by offset, disjoint, not touching */
   size_t n, cap;
+  bool runs;                    /* a map of runs: touching where values
+                                   do not continue */
+  uint64_t granularity;         /* as the map's, for the totals (0: none) */
 };
 
 /* The same validation as extmap.h states it: length > 0, no overflow,
@@ -25,10 +28,12 @@ struct extmap_ref {
 extern bool ref_valid (uint64_t offset, uint64_t length);
 
 /* extmap_insert and extmap_remove (which returns the bytes removed) on
- * a valid range.  Abort when out of memory.
+ * a valid range.  Abort when out of memory.  A map of runs refuses an
+ * insert that overlaps or whose values pass 2^32: ref_insert returns
+ * -1 then (and 0 otherwise), changing nothing.
  */
-extern void ref_insert (struct extmap_ref *r, uint64_t offset,
-                        uint64_t length, uint32_t time);
+extern int ref_insert (struct extmap_ref *r, uint64_t offset,
+                       uint64_t length, uint32_t time);
 extern uint64_t ref_remove (struct extmap_ref *r, uint64_t offset,
                             uint64_t length);
 extern void ref_rebase_time (struct extmap_ref *r, uint32_t delta);
@@ -71,7 +76,8 @@ extern const char *ref_check_query (const struct extmap *map,
                                     const struct ref_query_args *a);
 
 /* Everything: the tree's invariants (extmap_check), the content in
- * order, the count and the bytes.  NULL or what differs.
+ * order, the count, the bytes and the granule totals.  NULL or what
+ * differs.
  */
 extern const char *ref_check_all (const struct extmap *map,
                                   const struct extmap_ref *r);

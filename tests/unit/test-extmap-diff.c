@@ -69,6 +69,8 @@ struct config {
   unsigned phase;               /* operations per growing or shrinking phase */
   unsigned grow, shrink;        /* % of inserts in each kind of phase */
   unsigned ops;                 /* operations per seed */
+  uint64_t granularity;         /* granule totals kept (0: not) */
+  bool runs;                    /* a map of runs (extmap_new_runs) */
 };
 
 struct run {
@@ -146,6 +148,21 @@ pick_time (struct run *run)
   }
 }
 
+/* A run's value: mostly one that continues a neighbour in one of a few
+ * lanes, so that runs join, sometimes anywhere.
+ */
+static uint32_t
+pick_value (struct run *run, uint64_t off, uint64_t len)
+{
+  uint64_t v;
+
+  if (below (4) == 0)
+    v = below ((UINT64_C (1) << 32) - len + 1);
+  else
+    v = (off + below (3) * 5000) & 0xffffffff;
+  return v + len > (UINT64_C (1) << 32) ? 0 : (uint32_t) v;
+}
+
 /* One query, chosen at random, against the reference. */
 static void
 random_query (struct run *run)
@@ -214,15 +231,20 @@ one_op (struct run *run, unsigned grow_pct)
   run->now += below (4);
   run->query = NULL;
   if (dice < grow_pct) {
+    int want_r, r;
+
     run->what = "insert";
     off = pick_offset (run);
     len = pick_length (run);
-    t = pick_time (run);
     if (!ref_valid (off, len))
       return;
-    CHECK (run, extmap_insert (run->map, off, len, t) == 0,
-           "insert [%" PRIu64 "+%" PRIu64 "] failed: %m", off, len);
-    ref_insert (&run->ref, off, len, t);
+    t = run->cf->runs ? pick_value (run, off, len) : pick_time (run);
+    errno = 0;
+    r = extmap_insert (run->map, off, len, t);
+    want_r = ref_insert (&run->ref, off, len, t);
+    CHECK (run, r == want_r && (r == 0 || errno == EINVAL),
+           "insert [%" PRIu64 "+%" PRIu64 "] at %" PRIu32 " gave %d (%m), "
+           "reference %d", off, len, t, r, want_r);
   }
   else if (dice < 90) {
     run->what = "remove";
@@ -238,7 +260,7 @@ one_op (struct run *run, unsigned grow_pct)
   }
   else if (dice < 97)
     invalid_op (run);
-  else if (dice < 99) {
+  else if (dice < 99 && !run->cf->runs) {
     uint32_t delta = below (4) == 0 ? (uint32_t) rnd () : below (200);
 
     run->what = "rebase_time";
@@ -266,8 +288,11 @@ run_seed (const struct config *cf, uint64_t seed, unsigned ops)
   size_t most = 0;
 
   rng_state = seed;
-  run.map = extmap_new ();
+  run.map = cf->runs ? extmap_new_runs () : extmap_new ();
   assert_non_null (run.map);
+  run.ref.runs = cf->runs;
+  run.ref.granularity = cf->granularity;
+  extmap_set_granularity (run.map, cf->granularity);
 
   for (run.op = 0; run.op < ops; run.op++) {
     /* Alternate growing and shrinking phases, so the tree passes
@@ -329,20 +354,30 @@ test_config (void **state)
   }
 }
 
+/* Granule totals are kept in most configurations, with granules of a
+ * few units, so that extents cross from sub-granule to aligned and back.
+ */
 static const struct config configs[] = {
   /* Byte granularity in a small space: every off-by-one shows. */
-  { "bytes", 0, 1, 3000, 12, 750, 3000, 65, 35, 60000 },
+  { "bytes", 0, 1, 3000, 12, 750, 3000, 65, 35, 60000, 4, false },
   /* 4 KiB pages, dense: mostly merges and splits of a few extents. */
-  { "pages", 0, 4096, 1024, 8, 256, 3000, 65, 35, 60000 },
+  { "pages", 0, 4096, 1024, 8, 256, 3000, 65, 35, 60000, 16384, false },
   /* The top of the address space: ends reach exactly 2^63. */
   { "top", EXTMAP_MAX_END - (UINT64_C (4096) << 40), UINT64_C (1) << 40,
-    4096, 6, 1024, 3000, 65, 35, 40000 },
+    4096, 6, 1024, 3000, 65, 35, 40000, UINT64_C (1) << 42, false },
   /* Sparse units of 2^51 bytes over all of [0, 2^63). */
-  { "sparse", 0, UINT64_C (1) << 51, 4096, 4, 1024, 3000, 65, 35, 40000 },
+  { "sparse", 0, UINT64_C (1) << 51, 4096, 4, 1024, 3000, 65, 35, 40000,
+    0, false },
   /* A wide space, short ranges and long growing phases: ten thousand
    * extents and more, so four levels with the real node sizes.
    */
-  { "deep", 1 << 20, 4096, 1 << 20, 2, 64, 12000, 80, 30, 80000 },
+  { "deep", 1 << 20, 4096, 1 << 20, 2, 64, 12000, 80, 30, 80000, 65536,
+    false },
+  /* Maps of runs (thin mode's slot map): small and dense, many joins
+   * and refused overlaps; then deep.
+   */
+  { "runs", 0, 1, 3000, 12, 750, 3000, 65, 35, 60000, 0, true },
+  { "runs-deep", 0, 1, 1 << 20, 2, 64, 12000, 80, 30, 60000, 8, true },
 };
 
 int

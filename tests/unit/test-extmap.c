@@ -845,6 +845,68 @@ test_enomem (void **state)
   free (before.v);
 }
 
+/* A map of runs: joins only where values continue, refuses overlaps,
+ * and a cut moves the value of what is left after it.
+ */
+static void
+test_runs (void **state)
+{
+  struct extmap *runs = extmap_new_runs ();
+
+  assert_non_null (runs);
+  assert_int_equal (extmap_insert (runs, 0, 4, 100), 0);
+  assert_int_equal (extmap_insert (runs, 4, 2, 104), 0);   /* continues */
+  assert_int_equal (extmap_insert (runs, 6, 2, 200), 0);   /* touches only */
+  ASSERT_MAP (runs, { 0, 6, 100 }, { 6, 2, 200 });
+  errno = 0;
+  assert_int_equal (extmap_insert (runs, 7, 4, 300), -1); /* overlaps */
+  assert_int_equal (errno, EINVAL);
+  assert_int_equal (extmap_insert (runs, 20, 2, UINT32_MAX), -1);
+  assert_int_equal (extmap_insert (runs, 20, 2, UINT32_MAX - 1), 0);
+  assert_int_equal (extmap_remove (runs, 1, 2, NULL), 0);  /* split */
+  ASSERT_MAP (runs, { 0, 1, 100 }, { 3, 3, 103 }, { 6, 2, 200 },
+              { 20, 2, UINT32_MAX - 1 });
+  assert_int_equal (extmap_remove (runs, 5, 2, NULL), 0);  /* two ends */
+  ASSERT_MAP (runs, { 0, 1, 100 }, { 3, 2, 103 }, { 7, 1, 201 },
+              { 20, 2, UINT32_MAX - 1 });
+  /* Filling the hole joins left and right when both continue. */
+  assert_int_equal (extmap_insert (runs, 1, 2, 101), 0);
+  ASSERT_MAP (runs, { 0, 5, 100 }, { 7, 1, 201 }, { 20, 2, UINT32_MAX - 1 });
+  assert_int_equal (extmap_insert (runs, 5, 2, 105), 0);   /* left only */
+  assert_int_equal (extmap_insert (runs, 19, 1, UINT32_MAX - 2), 0);
+  ASSERT_MAP (runs, { 0, 7, 100 }, { 7, 1, 201 }, { 19, 3, UINT32_MAX - 2 });
+  extmap_free (runs);
+}
+
+/* The granule totals: aligned parts (rounded inward) and the bytes of
+ * extents holding no whole granule, through merges, splits and clear.
+ */
+static void
+test_granule_totals (void **state)
+{
+  struct extmap *map = *state;
+
+  assert_int_equal (extmap_insert (map, 100, 50, 0), 0);
+  extmap_set_granularity (map, 64);
+  assert_int_equal (extmap_aligned_bytes (map), 0);
+  assert_int_equal (extmap_subgranule_bytes (map), 50);
+  /* Merged into [100, 250), which holds [128, 192). */
+  assert_int_equal (extmap_insert (map, 150, 100, 0), 0);
+  assert_int_equal (extmap_aligned_bytes (map), 64);
+  assert_int_equal (extmap_subgranule_bytes (map), 0);
+  /* Split into [100, 130) and [190, 250): neither holds a granule. */
+  assert_int_equal (extmap_remove (map, 130, 60, NULL), 0);
+  assert_int_equal (extmap_aligned_bytes (map), 0);
+  assert_int_equal (extmap_subgranule_bytes (map), 90);
+  /* [190, 320) holds [192, 320). */
+  assert_int_equal (extmap_insert (map, 250, 70, 0), 0);
+  assert_int_equal (extmap_aligned_bytes (map), 128);
+  assert_int_equal (extmap_subgranule_bytes (map), 30);
+  extmap_clear (map);
+  assert_int_equal (extmap_aligned_bytes (map), 0);
+  assert_int_equal (extmap_subgranule_bytes (map), 0);
+}
+
 int
 main (void)
 {
@@ -876,6 +938,8 @@ main (void)
     T (test_slab_reuse),
     T (test_memory_density),
     T (test_enomem),
+    T (test_runs),
+    T (test_granule_totals),
 #undef T
   };
 
