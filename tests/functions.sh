@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: shell helpers for the tests, sourced by each test script.
 # Modelled on nbdkit's tests/functions.sh: requires skips with exit 77,
 # cleanup hooks run on EXIT/INT/TERM, servers are started with a pidfile
