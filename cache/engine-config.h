@@ -22,6 +22,7 @@ struct engine_config {
   uint64_t rate;               /* discards per second, 0 = unlimited */
   uint64_t budget_ms;          /* extra client p99 forwarding may cause; 0: off */
   uint64_t max_extents;        /* memory bound on pending extents */
+  uint64_t max_clean_extents;  /* bound on the known-clean map; 0: off */
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */
@@ -46,6 +47,10 @@ extern const char engine_config_runtime_keys[];
   "                         sustained load; replaces idle and rate (off).\n" \
   "max-extents=N            Bound on pending extents (1M).\n" \
   "on-full=forward|drop     What to do at max-extents (forward).\n" \
+  "max-clean-extents=N|off  Remember up to N ranges the backend has\n" \
+  "                         discarded and nothing has written since, and\n" \
+  "                         acknowledge TRIMs over them without sending\n" \
+  "                         them again; off: send every TRIM (1M).\n" \
   "flush-discards=BOOL      Client FLUSH forwards pending discards (false).\n" \
   "passthrough=BOOL         Forward every trim at once, no caching (false).\n" \
   "state=FILE               Save pending discards here at a clean stop and\n" \
