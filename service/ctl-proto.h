@@ -9,7 +9,7 @@
  * The last line of every reply carries "ok" (true, or false with
  * "error"); lines before it (dump extents, flush progress) do not.
  * Requests: stats | flush [--wait] [--progress] | dump [--map] | pause | resume |
- * set KEY=VALUE | help.
+ * set KEY=VALUE | forget-clean | help.
  */
 #ifndef DISCARDCACHE_CTL_PROTO_H
 #define DISCARDCACHE_CTL_PROTO_H
@@ -23,7 +23,8 @@
 #define CTL_MAX_LINE 4096
 /* The commands, as help and error replies list them. */
 #define CTL_COMMANDS \
-  "stats, flush [--wait] [--progress], dump [--map], pause, resume, set KEY=VALUE, help"
+  "stats, flush [--wait] [--progress], dump [--map], pause, resume, set KEY=VALUE, " \
+  "forget-clean, help"
 
 enum ctl_command {
   CTL_STATS,
@@ -32,6 +33,7 @@ enum ctl_command {
   CTL_PAUSE,
   CTL_RESUME,
   CTL_SET,
+  CTL_FORGET_CLEAN,
   CTL_HELP,
 };
 
