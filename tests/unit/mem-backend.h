@@ -27,7 +27,8 @@ struct mem_backend {
   unsigned ncalls;
   unsigned discard_delay_ms;   /* sleep before zeroing */
   int fail_errno;              /* next discards fail with this ... */
-  unsigned fail_count;         /* ... this many times */
+  unsigned fail_count;         /* ... this many times, */
+  unsigned fail_skip;          /* after this many succeed */
 };
 
 /* A backend of size bytes with the given discard granularity and limit. */
