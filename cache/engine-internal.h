@@ -110,14 +110,6 @@ extern bool engine_overlaps_inflight_locked (const struct engine *e,
                                              uint64_t offset,
                                              uint64_t length);
 
-/* Sum the pending extents' aligned parts (what a flush can send now)
- * and the bytes of those too small to hold a granule.  Takes the lock
- * a batch at a time, so the totals are not a snapshot while requests
- * run: for statistics and progress only.
- */
-extern void engine_sum_pending (struct engine *e, uint64_t *forwardable,
-                                uint64_t *subgranule);
-
 /* Give up every pending extent (the backend cannot discard): counted. */
 extern void engine_drop_all_locked (struct engine *e);
 

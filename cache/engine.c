@@ -135,6 +135,8 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   }
   if (resolve_limits (e) == -1 || init_sync (e) == -1)
     goto err;
+  /* The map keeps the statistics' granule totals from now on. */
+  extmap_set_granularity (e->map, e->granularity);
   e->forwarding_disabled = !b->limits.can_discard;
   e->epoch_ms = engine_now_ms ();
   atomic_init (&e->active_requests, 0);
@@ -778,46 +780,17 @@ engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
   return d.n;
 }
 
-/* Extents copied per lock hold when a total walks the map: the whole
- * map at a million extents holds the lock for milliseconds, and every
- * client request waits that long; a batch takes microseconds.
+/* O(1): the map keeps its totals as extents come and go, so polling
+ * the statistics never walks it.
  */
-#define SUM_BATCH 512
-
-void
-engine_sum_pending (struct engine *e, uint64_t *forwardable,
-                    uint64_t *subgranule)
-{
-  struct extent batch[SUM_BATCH];
-  uint64_t from = 0, aoff, alen;
-  uint32_t now_ticks;
-  size_t n;
-
-  *forwardable = *subgranule = 0;
-  while ((n = engine_dump_batch (e, from, batch, SUM_BATCH, &now_ticks)) > 0) {
-    for (size_t i = 0; i < n; i++) {
-      if (policy_aligned_part (batch[i].offset, batch[i].length,
-                               e->granularity, &aoff, &alen))
-        *forwardable += alen;
-      else
-        *subgranule += batch[i].length;
-    }
-    from = batch[n - 1].offset + batch[n - 1].length;
-  }
-}
-
 void
 engine_get_stats (struct engine *e, struct engine_stats *st)
 {
-  uint64_t forwardable, subgranule;
-
-  engine_sum_pending (e, &forwardable, &subgranule);
   pthread_mutex_lock (&e->lock);
   *st = e->stats;
   st->pending_extents = extmap_count (e->map);
   st->pending_bytes = extmap_bytes (e->map);
-  /* Summed before the snapshot: requests since may have cancelled some. */
-  st->subgranule_bytes = MIN (subgranule, st->pending_bytes);
+  st->subgranule_bytes = extmap_subgranule_bytes (e->map);
   st->memory_bytes = extmap_memory (e->map);
   st->discard_supported = !e->forwarding_disabled;
   st->paused = e->paused;

@@ -315,15 +315,12 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
 void
 engine_flush_begin (struct engine *e, struct engine_flush *f)
 {
-  uint64_t forwardable, subgranule;
-
-  engine_sum_pending (e, &forwardable, &subgranule);
   pthread_mutex_lock (&e->lock);
   f->ticket = ++e->flush_requested;
   f->start_ms = engine_now_ms ();
   f->forwarded = e->stats.forwarded;
   f->forwarded_bytes = e->stats.forwarded_bytes;
-  f->total_bytes = forwardable;
+  f->total_bytes = extmap_aligned_bytes (e->map);
   pthread_cond_broadcast (&e->wakeup);
   pthread_mutex_unlock (&e->lock);
 }
