@@ -90,7 +90,7 @@
 /* Largest number of elements gathered when siblings are rebalanced:
  * three full nodes and the element being inserted.
  */
-#define GATHER_MAX (3 * MAX (LEAF_CAP, INNER_CAP) + 1)
+#define GATHER_MAX (3 * (LEAF_CAP > INNER_CAP ? LEAF_CAP : INNER_CAP) + 1)
 
 struct node_hdr {
   uint32_t slab;                /* index of the slab holding this node */

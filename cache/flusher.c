@@ -22,9 +22,9 @@
 #include "policy.h"
 
 /* Upper bound on any one sleep, so a missed signal costs at most this. */
-#define MAX_SLEEP_MS 1000
+#define MAX_SLEEP_MS UINT64_C (1000)
 /* While requests are in progress, look again this often. */
-#define BUSY_POLL_MS 20
+#define BUSY_POLL_MS UINT64_C (20)
 
 /* Near max-extents (this share of it) a paced flusher forwards at once. */
 #define MEMORY_HIGH_WATER(max) ((max) - (max) / 8)

@@ -21,8 +21,8 @@
  * device that keeps failing still reaches the 30 s step after a dozen
  * failures.
  */
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 30000
+#define BACKOFF_MIN_MS UINT64_C (10)
+#define BACKOFF_MAX_MS UINT64_C (30000)
 
 bool
 engine_overlaps_inflight_locked (const struct engine *e, uint64_t offset,

@@ -4,8 +4,9 @@ tests_libmembackend_la_SOURCES = tests/unit/mem-backend.c tests/unit/mem-backend
 tests_libmembackend_la_LIBADD = libservice.la libdclogstderr.la
 
 check_PROGRAMS += tests/unit/test-engine tests/unit/test-parse \
-	tests/unit/test-grow
-TESTS += tests/unit/test-engine tests/unit/test-parse tests/unit/test-grow
+	tests/unit/test-grow tests/unit/test-arith
+TESTS += tests/unit/test-engine tests/unit/test-parse tests/unit/test-grow \
+	tests/unit/test-arith
 
 tests_unit_test_engine_SOURCES = tests/unit/test-engine.c
 tests_unit_test_engine_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
@@ -19,6 +20,10 @@ tests_unit_test_parse_LDADD = libservice.la libdclogstderr.la $(CMOCKA_LIBS)
 tests_unit_test_grow_SOURCES = tests/unit/test-grow.c
 tests_unit_test_grow_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_grow_LDADD = $(CMOCKA_LIBS)
+
+tests_unit_test_arith_SOURCES = tests/unit/test-arith.c
+tests_unit_test_arith_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_arith_LDADD = $(CMOCKA_LIBS)
 
 # Thin mode: allocator, journal, recovery (cmocka, in-memory backend).
 check_PROGRAMS += tests/unit/test-thin

@@ -30,7 +30,7 @@ static void
 ref_reserve (struct extmap_ref *r, size_t n)
 {
   if (n > r->cap || r->v == NULL) {
-    r->cap = MAX (MAX (n, 2 * r->cap), 64);
+    r->cap = MAX (MAX (n, 2 * r->cap), (size_t) 64);
     r->v = realloc (r->v, r->cap * sizeof *r->v);
     if (r->v == NULL) {
       perror ("extmap-ref: realloc");
