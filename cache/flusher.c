@@ -29,9 +29,9 @@
 /* Near max-extents (this share of it) a paced flusher forwards at once. */
 #define MEMORY_HIGH_WATER(max) ((max) - (max) / 8)
 
-/* Wait on cond for at most ns (the engine's conds use CLOCK_MONOTONIC). */
-static int
-timedwait_ns (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
+/* The CLOCK_MONOTONIC time ns from now (the engine's conds use it). */
+static struct timespec
+deadline_after_ns (uint64_t ns)
 {
   struct timespec ts;
 
@@ -39,6 +39,15 @@ timedwait_ns (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
   ns += (uint64_t) ts.tv_nsec;
   ts.tv_sec += ns / 1000000000;
   ts.tv_nsec = ns % 1000000000;
+  return ts;
+}
+
+/* Wait on cond for at most ns. */
+static int
+timedwait_ns (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
+{
+  struct timespec ts = deadline_after_ns (ns);
+
   return pthread_cond_timedwait (cond, lock, &ts);
 }
 
@@ -329,11 +338,13 @@ int
 engine_flush_wait (struct engine *e, const struct engine_flush *f,
                    uint64_t timeout_ms, struct engine_flush_progress *p)
 {
+  /* One deadline for the whole wait, however often it wakes. */
+  struct timespec deadline = deadline_after_ns (timeout_ms * 1000000);
   int r = 0;
 
   pthread_mutex_lock (&e->lock);
   while (e->flush_completed < f->ticket && !e->stopping &&
-         timedwait_ms (&e->flushed, &e->lock, timeout_ms) != ETIMEDOUT)
+         pthread_cond_timedwait (&e->flushed, &e->lock, &deadline) != ETIMEDOUT)
     ;
   p->forwarded = e->stats.forwarded - f->forwarded;
   p->forwarded_bytes = e->stats.forwarded_bytes - f->forwarded_bytes;

@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,6 +280,64 @@ test_flush_ends_at_stop (void **state)
   engine_close (e);
 }
 
+static uint64_t
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct waiter {
+  struct engine *e;
+  struct engine_flush f;
+  uint64_t took_ms;
+  int r;
+};
+
+static void *
+wait_300ms (void *opaque)
+{
+  struct waiter *w = opaque;
+  struct engine_flush_progress p;
+  uint64_t t0 = now_ms ();
+
+  w->r = engine_flush_wait (w->e, &w->f, 300, &p);
+  w->took_ms = now_ms () - t0;
+  return NULL;
+}
+
+/* The timeout bounds the whole wait, however often the waiter wakes:
+ * other flushes completing every 50 ms wake it for two seconds (its own
+ * ticket, far past the last issued, never completes).
+ */
+static void
+test_flush_wait_keeps_its_timeout (void **state)
+{
+  struct engine *e = open_engine (NULL, NULL);
+  struct waiter w = { .e = e };
+  struct engine_flush f;
+  struct engine_flush_progress p;
+  pthread_t t;
+
+  assert_int_equal (engine_start (e), 0);
+  engine_flush_begin (e, &w.f);
+  assert_int_equal (engine_flush_wait (e, &w.f, 10000, &p), 1);
+  w.f.ticket += 1000000;
+  assert_int_equal (pthread_create (&t, NULL, wait_300ms, &w), 0);
+  for (int i = 0; i < 40; i++) {
+    engine_flush_begin (e, &f);
+    assert_int_equal (engine_flush_wait (e, &f, 10000, &p), 1);
+    usleep (50000);
+  }
+  pthread_join (t, NULL);
+  assert_int_equal (w.r, 0);
+  if (w.took_ms > 1500)
+    fail_msg ("a 300 ms wait took %llu ms", (unsigned long long) w.took_ms);
+  engine_close (e);
+}
+
 static bool
 is_socket (const char *path, mode_t *mode)
 {
@@ -419,6 +478,7 @@ main (void)
     T (test_stats_do_not_walk),
     T (test_flush_reports_error),
     T (test_flush_ends_at_stop),
+    T (test_flush_wait_keeps_its_timeout),
     T (test_explicit_socket),
     T (test_stale_socket_replaced),
     T (test_other_file_kept),
