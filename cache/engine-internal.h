@@ -50,6 +50,7 @@ struct engine {
   uint64_t flush_requested;         /* control-socket flush tickets issued */
   uint64_t flush_completed;         /* ... and finished by the flusher */
   int flush_errno;                  /* why the last one stopped early, or 0 */
+  bool stopped;                     /* engine_stop has run (it runs once) */
   bool state_saved;                 /* engine_stop wrote the state file */
 
   /* budget=: what is measured, and what the flusher decided last. */

@@ -187,12 +187,17 @@ engine_start (struct engine *e)
   return 0;
 }
 
+/* What the stop left pending, said once and truthfully: saved only
+ * when the state file was written with them in it.
+ */
 static void
 log_leftovers (struct engine *e)
 {
   struct engine_stats st;
 
   engine_get_stats (e, &st);
+  if (st.pending_extents == 0)
+    return;
   if (e->state_saved)
     dc_debug ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) "
               "were saved to %s", st.pending_extents, st.pending_bytes,
@@ -200,7 +205,7 @@ log_leftovers (struct engine *e)
   else if (st.pending_bytes > st.subgranule_bytes)
     dc_error ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) were "
               "not forwarded", st.pending_extents, st.pending_bytes);
-  else if (st.pending_extents)
+  else
     dc_debug ("at stop, %" PRIu64 " sub-granule fragments (%" PRIu64
               " bytes) stay unsent", st.pending_extents, st.pending_bytes);
 }
@@ -227,11 +232,17 @@ forward_all_locked (struct engine *e, uint64_t deadline)
   }
 }
 
+/* Runs once: a second call (engine_close after engine_stop) returns at
+ * once, so a failed save is neither retried nor its leftovers logged
+ * twice.
+ */
 void
 engine_stop (struct engine *e, uint64_t timeout_ms)
 {
   uint64_t deadline = engine_now_ms () + timeout_ms;
 
+  if (e->stopped)
+    return;
   pthread_mutex_lock (&e->lock);
   e->stopping = true;
   pthread_cond_broadcast (&e->wakeup);
@@ -241,19 +252,22 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
     pthread_join (e->thread, NULL);
     e->thread_running = false;
   }
+  e->stopped = true;
 
   /* With a state file, what is pending waits for the next start; if it
-   * cannot be saved, it is forwarded as without one.
+   * cannot be saved (reported), it is forwarded as without one.
    */
-  if (e->cfg.state && !e->state_saved && !e->backend->limits.read_only)
+  if (e->cfg.state && !e->backend->limits.read_only) {
     e->state_saved = engine_state_save (e) == 0;
-  if (e->state_saved) {
-    log_leftovers (e);
-    return;
+    if (!e->state_saved)
+      dc_error ("state=%s: not saved: forwarding what is pending instead",
+                e->cfg.state);
   }
-  pthread_mutex_lock (&e->lock);
-  forward_all_locked (e, deadline);
-  pthread_mutex_unlock (&e->lock);
+  if (!e->state_saved) {
+    pthread_mutex_lock (&e->lock);
+    forward_all_locked (e, deadline);
+    pthread_mutex_unlock (&e->lock);
+  }
   log_leftovers (e);
 }
 
@@ -265,7 +279,7 @@ engine_close (struct engine *e)
   /* Not stopped yet (a front-end failed between open and start, say):
    * stop now, so that a state file is still written.
    */
-  if (e->thread_running || (e->cfg.state && !e->state_saved))
+  if (!e->stopped && (e->thread_running || e->cfg.state))
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);

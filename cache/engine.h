@@ -98,7 +98,8 @@ extern int engine_start (struct engine *e);
 
 /* Stop the flusher, then save what is pending to the state file
  * (state=FILE) or, without one or if saving fails, forward it (bounded
- * by timeout_ms); what is left is logged.  Safe to call twice.
+ * by timeout_ms); what is left is logged.  Runs once: a second call
+ * does nothing.
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 
