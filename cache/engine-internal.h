@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "engine-config.h"
+#include "engine-test.h"
 #include "engine.h"
 #include "extmap.h"
 #include "pacing.h"
@@ -29,6 +30,8 @@ struct engine {
   struct backend *backend;
   uint64_t granularity;             /* resolved: never 0 */
   uint64_t chunk_limit;             /* largest single discard */
+  engine_clock_fn *clock;           /* monotonic ns (engine_now_ns) */
+  void *clock_opaque;
 
   pthread_mutex_t lock;             /* protects everything below */
   pthread_cond_t inflight_done;     /* a discard in flight completed */
@@ -36,7 +39,7 @@ struct engine {
   pthread_cond_t flushed;           /* flush_completed moved, or stopping */
   struct extmap *map;
   struct inflight *inflight;
-  uint64_t epoch_ms;                /* monotonic ms at tick 0 */
+  uint64_t epoch_ms;                /* clock ms at tick 0 */
   uint64_t map_generation;          /* bumped by every insert */
   bool forwarding_disabled;         /* backend answered EOPNOTSUPP */
   bool paused;
@@ -72,9 +75,20 @@ struct engine {
   atomic_uint_fast64_t last_request_ms;
 };
 
-/* Monotonic clock in milliseconds and in nanoseconds. */
-extern uint64_t engine_now_ms (void);
-extern uint64_t engine_now_ns (void);
+/* The engine's clock (CLOCK_MONOTONIC, or a test's), in nanoseconds
+ * and in milliseconds.
+ */
+static inline uint64_t
+engine_now_ns (const struct engine *e)
+{
+  return e->clock (e->clock_opaque);
+}
+
+static inline uint64_t
+engine_now_ms (const struct engine *e)
+{
+  return engine_now_ns (e) / 1000000;
+}
 
 /* Ticks for the extent map (ms since epoch), rebased before they wrap.
  * Call with the lock held.
@@ -84,8 +98,8 @@ extern uint32_t engine_ticks (struct engine *e);
 /* Send [offset, offset+length), already removed from the map, to the
  * backend in chunks, registered as in flight.  Called and returns with
  * the lock held (drops it around the I/O).  On a transient error the
- * unsent part goes back to the map at time (keep_on_error) or is counted
- * as dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
+ * unsent part goes back to the map at time (keep_on_error) or is
+ * counted as dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
  * errno (the errno the backend gave).
  */
 extern int engine_forward_locked (struct engine *e, uint64_t offset,
@@ -93,14 +107,18 @@ extern int engine_forward_locked (struct engine *e, uint64_t offset,
                                   bool keep_on_error);
 
 /* Pick the next range to forward: the largest pending extent queued at
- * or before cutoff and at least minlen long, aligned inward and limited
- * to one chunk, removed from the map.  Lock held.  False if none.
+ * or before cutoff, at least minlen long and holding a whole granule,
+ * aligned inward and limited to one chunk, removed from the map.  Lock
+ * held.  False if none.
  */
 extern bool engine_pick_locked (struct engine *e, uint32_t cutoff,
                                 uint64_t minlen, uint64_t *offset,
                                 uint64_t *length, uint32_t *time);
 
-/* The same, limited to max_length (a multiple of the granularity). */
+/* The same, limited to max_length (a multiple of the granularity).
+ * Removing a range inside an extent may need a node: on ENOMEM nothing
+ * is picked.
+ */
 extern bool engine_pick_max_locked (struct engine *e, uint32_t cutoff,
                                     uint64_t minlen, uint64_t max_length,
                                     uint64_t *offset, uint64_t *length,
@@ -116,10 +134,16 @@ extern void engine_drop_all_locked (struct engine *e);
 
 /* Keep max-extents: forward (or drop, by policy) the oldest extents. */
 extern void engine_enforce_bound_locked (struct engine *e);
-/* Wait on e->wakeup for at most ms (capped at a second), lock held:
- * anything that changes what the flusher should do signals it.
+/* Wait on e->wakeup for at most ms (capped at a second) of real time,
+ * lock held: anything that changes what the flusher should do signals
+ * it.
  */
 extern void engine_sleep_locked (struct engine *e, uint64_t ms);
+
+/* One turn of the flusher (engine_flusher_step without the locking):
+ * the clock time of the next one.  Lock held.
+ */
+extern uint64_t engine_flusher_turn_locked (struct engine *e);
 
 /* Fill the pacing part of the statistics (flusher.c).  Lock held, and
  * the pending counts already in st.

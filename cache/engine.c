@@ -20,8 +20,8 @@
 #define TICKS_REBASE_AT (UINT32_C (1) << 31)
 #define TICKS_REBASE_BY (UINT32_C (1) << 30)
 
-uint64_t
-engine_now_ns (void)
+static uint64_t
+monotonic_ns (void *unused)
 {
   struct timespec ts;
 
@@ -29,16 +29,10 @@ engine_now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
 }
 
-uint64_t
-engine_now_ms (void)
-{
-  return engine_now_ns () / 1000000;
-}
-
 uint32_t
 engine_ticks (struct engine *e)
 {
-  uint64_t ticks = engine_now_ms () - e->epoch_ms;
+  uint64_t ticks = engine_now_ms (e) - e->epoch_ms;
 
   if (ticks >= TICKS_REBASE_AT) {
     e->epoch_ms += TICKS_REBASE_BY;
@@ -135,15 +129,19 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   }
   if (resolve_limits (e) == -1 || init_sync (e) == -1)
     goto err;
-  /* The map keeps the statistics' granule totals from now on. */
+  /* The map keeps the statistics' granule totals, and which extents
+   * the flusher may forward, from now on.
+   */
   extmap_set_granularity (e->map, e->granularity);
+  extmap_set_minlen (e->map, e->cfg.minlen);
   e->forwarding_disabled = !b->limits.can_discard;
-  e->epoch_ms = engine_now_ms ();
+  e->clock = monotonic_ns;
+  e->epoch_ms = engine_now_ms (e);
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
   atomic_init (&e->discards_inflight, 0);
   atomic_init (&e->discard_events, 0);
-  pace_meter_init (&e->pace, engine_now_ns ());
+  pace_meter_init (&e->pace, engine_now_ns (e));
   /* Before the first request: invariant 4. */
   if (e->cfg.state && engine_state_load (e) == -1)
     goto err_sync;
@@ -221,7 +219,7 @@ forward_all_locked (struct engine *e, uint64_t deadline)
   uint64_t now, offset, length;
   uint32_t time;
 
-  while (!e->forwarding_disabled && (now = engine_now_ms ()) < deadline) {
+  while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
     if (now < e->retry_at_ms) {
       engine_sleep_locked (e, MIN (e->retry_at_ms, deadline) - now);
       continue;
@@ -239,7 +237,7 @@ forward_all_locked (struct engine *e, uint64_t deadline)
 void
 engine_stop (struct engine *e, uint64_t timeout_ms)
 {
-  uint64_t deadline = engine_now_ms () + timeout_ms;
+  uint64_t deadline = engine_now_ms (e) + timeout_ms;
 
   if (e->stopped)
     return;
@@ -332,14 +330,14 @@ request_begin (struct engine *e, struct request *rq)
   if (rq) {
     rq->discard_inflight = atomic_load (&e->discards_inflight) > 0;
     rq->discard_events = atomic_load (&e->discard_events);
-    rq->start_ns = engine_now_ns ();
+    rq->start_ns = engine_now_ns (e);
   }
 }
 
 static void
 request_end (struct engine *e, const struct request *rq)
 {
-  uint64_t now_ns = engine_now_ns ();
+  uint64_t now_ns = engine_now_ns (e);
 
   /* In flight at either end, or one started or ended between: the two
    * counters are not read at one instant, so each end checks both.
@@ -760,6 +758,11 @@ engine_set (struct engine *e, const char *key, const char *value)
   }
   pthread_mutex_lock (&e->lock);
   r = engine_config_set (&e->cfg, key, value);
+  /* Which extents are forwardable: one walk of the map, under the lock
+   * (a rare command; the flusher's wake-up depends on it).
+   */
+  if (r == 0 && strcmp (key, "minlen") == 0)
+    extmap_set_minlen (e->map, e->cfg.minlen);
   pthread_cond_broadcast (&e->wakeup);
   pthread_mutex_unlock (&e->lock);
   return r;
@@ -812,5 +815,19 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
   engine_pace_stats_locked (e, st);
+  pthread_mutex_unlock (&e->lock);
+}
+
+void
+engine_test_set_clock (struct engine *e, engine_clock_fn *fn, void *opaque)
+{
+  pthread_mutex_lock (&e->lock);
+  e->clock = fn;
+  e->clock_opaque = opaque;
+  e->epoch_ms = engine_now_ms (e);
+  atomic_store (&e->last_request_ms, e->epoch_ms);
+  pace_meter_init (&e->pace, engine_now_ns (e));
+  e->next_slot_ns = e->pace_next_ns = 0;
+  e->retry_at_ms = 0;
   pthread_mutex_unlock (&e->lock);
 }

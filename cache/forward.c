@@ -80,7 +80,7 @@ keep_pending_locked (struct engine *e, uint64_t offset, uint64_t length,
   e->stats.last_error = err;
   e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS
                                      : MIN (e->backoff_ms * 2, BACKOFF_MAX_MS);
-  e->retry_at_ms = engine_now_ms () + e->backoff_ms;
+  e->retry_at_ms = engine_now_ms (e) + e->backoff_ms;
   if (extmap_insert (e->map, offset, length, time) == -1) {
     e->stats.dropped++;
     e->stats.dropped_bytes += length;
@@ -114,10 +114,10 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
 
   atomic_fetch_add (&e->discard_events, 1);
   atomic_fetch_add (&e->discards_inflight, 1);
-  t0 = engine_now_ns ();
+  t0 = engine_now_ns (e);
   r = b->ops->discard (b, offset, n, fua);
   err = errno;
-  t0 = engine_now_ns () - t0;
+  t0 = engine_now_ns (e) - t0;
   atomic_fetch_sub (&e->discards_inflight, 1);
   atomic_fetch_add (&e->discard_events, 1);
   if (r == 0) {
@@ -199,32 +199,6 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   return r;
 }
 
-/* Sweep in address order for the first eligible extent with a whole
- * granule inside: used only when the largest eligible extent, at least
- * a granule long but under two, straddles a granule boundary, so that a
- * shorter one placed better may still hold a whole granule.
- */
-struct sweep {
-  uint32_t cutoff;
-  uint64_t minlen;
-  uint64_t granularity;
-  struct extent found;
-};
-
-static int
-sweep_visit (const struct extent *x, void *opaque)
-{
-  struct sweep *s = opaque;
-  uint64_t aoff, alen;
-
-  if (x->time > s->cutoff || x->length < s->minlen)
-    return 0;
-  if (!policy_aligned_part (x->offset, x->length, s->granularity, &aoff, &alen))
-    return 0;
-  s->found = *x;
-  return 1;
-}
-
 bool
 engine_pick_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
                     uint64_t *offset, uint64_t *length, uint32_t *time)
@@ -241,24 +215,12 @@ engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
   struct extent x;
   uint64_t aoff, alen;
 
-  if (!extmap_largest_before (e->map, cutoff, &x) || x.length < minlen)
+  /* The map answers with an extent that holds a whole granule, in
+   * O(height) in the common case: fragments never make it walk them.
+   */
+  if (!extmap_largest_aligned_before (e->map, cutoff, minlen, &x))
     return false;
-  if (!policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen)) {
-    struct sweep s = { .cutoff = cutoff, .minlen = minlen,
-                       .granularity = e->granularity };
-
-    /* No eligible extent is longer than x: under a granule, none holds a
-     * whole one, and a sweep over a map of fragments would hold the lock
-     * through every one of them for nothing, at every trim that wakes
-     * the flusher.
-     */
-    if (x.length < e->granularity)
-      return false;
-    if (extmap_iterate (e->map, 0, sweep_visit, &s) == 0)
-      return false;
-    x = s.found;
-    policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen);
-  }
+  policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen);
   /* Several chunks in one pick keep the in-flight list short; the
    * flusher re-checks idleness between picks, so bound it to one chunk
    * (or less: the pacing's batch size).

@@ -25,6 +25,14 @@ tests_unit_test_arith_SOURCES = tests/unit/test-arith.c
 tests_unit_test_arith_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_arith_LDADD = $(CMOCKA_LIBS)
 
+# The flusher's liveness, a property over a virtual clock.
+check_PROGRAMS += tests/unit/test-liveness
+TESTS += tests/unit/test-liveness
+tests_unit_test_liveness_SOURCES = tests/unit/test-liveness.c
+tests_unit_test_liveness_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_liveness_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_liveness_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+
 # Thin mode: allocator, journal, recovery (cmocka, in-memory backend).
 check_PROGRAMS += tests/unit/test-thin
 TESTS += tests/unit/test-thin

@@ -458,6 +458,31 @@ test_stop_retries_after_error (void **state)
   assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
 }
 
+/* The issue's reproducer: minlen=64k delay=1s idle=0, a trim of 8 KiB,
+ * 0.5 s later one of 128 KiB.  The short one comes of age first and can
+ * never go; the long one must still go when its second has passed,
+ * without any further input.
+ */
+static void
+test_minlen_no_further_input (void **state)
+{
+  static const char *const keys[] = { "minlen", "64k", "delay", "1s", NULL };
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (keys, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_start (fx.e), 0);
+  assert_int_equal (engine_trim (fx.e, 0, 8 * KiB, false), 0);
+  sleep_ms (500);
+  assert_int_equal (engine_trim (fx.e, 1 * MiB, 128 * KiB, false), 0);
+  sleep_ms (900);
+  assert_int_equal (wait_calls (1, 0), 0);
+  assert_int_equal (wait_calls (1, 3000), 1);
+  calls (c);
+  assert_int_equal (c[0].offset, 1 * MiB);
+  assert_int_equal (c[0].length, 128 * KiB);
+  assert_int_equal (stats ().pending_bytes, 8 * KiB);
+}
+
 /* EINVAL: the store refuses the request as such; retrying cannot help,
  * so the range is dropped and counted, not kept.
  */
@@ -583,6 +608,7 @@ main (void)
     T (test_delay_holds_back),
     T (test_idle_holds_back),
     T (test_minlen_skips_short),
+    T (test_minlen_no_further_input),
     T (test_rate_limits),
     T (test_on_full_forward),
     T (test_on_full_drop),
