@@ -98,8 +98,9 @@ extern uint32_t engine_ticks (struct engine *e);
 /* Send [offset, offset+length), already removed from the map, to the
  * backend in chunks, registered as in flight.  Called and returns with
  * the lock held (drops it around the I/O).  On a transient error the
- * unsent part goes back to the map at time (keep_on_error) or is
- * counted as dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
+ * unsent part goes back to the map at time (keep_on_error; moved into
+ * the new epoch if the ticks were rebased meanwhile) or is counted as
+ * dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
  * errno (the errno the backend gave).
  */
 extern int engine_forward_locked (struct engine *e, uint64_t offset,

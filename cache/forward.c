@@ -153,7 +153,7 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
                        uint32_t time, bool fua, bool keep_on_error)
 {
   struct inflight entry = { .offset = offset, .length = length };
-  uint64_t commands, sent;
+  uint64_t commands, sent, epoch;
   int r, err;
 
   if (e->forwarding_disabled) {
@@ -166,11 +166,19 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   e->inflight = &entry;
   e->stats.inflight++;
   e->stats.inflight_bytes += length;
+  epoch = e->epoch_ms;
 
   pthread_mutex_unlock (&e->lock);
   r = send_chunks (e, offset, length, fua, &commands, &sent);
   err = errno;
   pthread_mutex_lock (&e->lock);
+
+  /* The ticks were rebased while the lock was down: what goes back
+   * into the map must be in the new epoch, as the map's extents are
+   * (else it would look younger by the rebase, about 12 days).
+   */
+  time = time > e->epoch_ms - epoch ? time - (uint32_t) (e->epoch_ms - epoch)
+                                    : 0;
 
   e->stats.inflight--;
   e->stats.inflight_bytes -= length;

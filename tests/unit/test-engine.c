@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine-test.h"
 #include "mem-backend.h"
 
 #define KiB 1024
@@ -458,6 +459,58 @@ test_stop_retries_after_error (void **state)
   assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
 }
 
+/* A virtual clock, in nanoseconds, that moves only when told to. */
+static uint64_t virtual_ns;
+
+static uint64_t
+virtual_clock (void *opaque)
+{
+  return virtual_ns;
+}
+
+#define VMS(ms) ((uint64_t) (ms) * 1000000)
+
+/* While the discard is in flight (the engine lock is down), time passes
+ * the rebase point and a trim elsewhere takes the ticks: they are
+ * rebased then, with the failing discard out of the map.
+ */
+static void
+rebase_during_discard (void *opaque)
+{
+  virtual_ns += VMS (20);
+  fx.mem->on_discard = NULL;
+  assert_int_equal (engine_trim (fx.e, 2 * MiB, 4 * KiB, false), 0);
+}
+
+/* A discard that fails while the ticks are rebased goes back into the
+ * map in the new epoch: its age is the 20 ms that passed, not minus the
+ * rebase (about 12 days of waiting: the flusher would not look at it).
+ */
+static void
+test_failed_discard_across_rebase (void **state)
+{
+  struct extent x[4];
+  uint32_t now;
+
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  virtual_ns = VMS (1000);
+  engine_test_set_clock (fx.e, virtual_clock, NULL);
+  /* Ticks are rebased at 2^31 ms. */
+  virtual_ns += VMS ((UINT64_C (1) << 31) - 10);
+  assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
+  fx.mem->fail_errno = EIO;
+  fx.mem->fail_count = 1;
+  fx.mem->on_discard = rebase_during_discard;
+  assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
+  assert_int_equal (engine_dump_batch (fx.e, 0, x, 4, &now), 2);
+  assert_int_equal (x[0].offset, 0);
+  assert_int_equal (x[0].length, 64 * KiB);
+  assert_true (now < (UINT32_C (1) << 31));
+  if (x[0].time > now || now - x[0].time != 20)
+    fail_msg ("the failed discard is back at tick %u, now %u: age %d ms, "
+              "not 20", x[0].time, now, (int) (now - x[0].time));
+}
+
 /* The issue's reproducer: minlen=64k delay=1s idle=0, a trim of 8 KiB,
  * 0.5 s later one of 128 KiB.  The short one comes of age first and can
  * never go; the long one must still go when its second has passed,
@@ -617,6 +670,7 @@ main (void)
     T (test_transient_error_keeps_pending),
     T (test_flusher_retries_after_error),
     T (test_stop_retries_after_error),
+    T (test_failed_discard_across_rebase),
     T (test_einval_drops),
     T (test_flush_discards_error_not_fatal),
     T (test_unsupported_turns_off),
