@@ -26,7 +26,7 @@ start_dev ()
 
 start_dev 0
 start_nbdkit -P "$dir/dc.pid" -U "$dir/dc.sock" "$PLUGIN" backend="$uri" \
-    delay=0 idle=0 statsfile="$dir/dc.stats.json" 2>"$dir/dc.log"
+    delay=0 idle=0 budget=off statsfile="$dir/dc.stats.json" 2>"$dir/dc.log"
 
 echo "== reconnect (seed $VERIFY_SEED)"
 "$VERIFY" --uri "nbd+unix:///?socket=$dir/dc.sock" --seed "$VERIFY_SEED" \

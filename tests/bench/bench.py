@@ -845,7 +845,7 @@ def report(args):
         "of libnbd connections) is not nbdkit nbd's: against it, what TRIMs cost "
         "discardcache shows alone. *nbdkit nbd*: every TRIM passed "
         "straight to the device, what users run today. *discardcache*: default keys "
-        "(delay=30s, idle=200ms). *discardcache passthrough=true*: our own overhead "
+        "(delay=30s, idle=200ms, budget=2ms). *discardcache passthrough=true*: our own overhead "
         "without the cache. *discardcache thin=on*: thin mode (`thin=on slot=64K "
         "meta=FILE`, a fresh map each run; in section 3 one map kept from run to run), where the build has it (this run: %s). *discardfuse* "
         "(filesystem rows): the FUSE front-end with default keys in place of nbdkit + "

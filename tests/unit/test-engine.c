@@ -275,6 +275,21 @@ wait_calls (unsigned n, unsigned timeout_ms)
   }
 }
 
+/* Poll up to timeout_ms for the engine to have forwarded bytes bytes
+ * (pacing may send an extent in several commands).
+ */
+static uint64_t
+wait_forwarded (uint64_t bytes, unsigned timeout_ms)
+{
+  uint64_t got;
+
+  for (unsigned t = 0;; t += 10) {
+    if ((got = stats ().forwarded_bytes) >= bytes || t >= timeout_ms)
+      return got;
+    sleep_ms (10);
+  }
+}
+
 static void
 test_delay_holds_back (void **state)
 {
@@ -292,7 +307,9 @@ test_delay_holds_back (void **state)
 static void
 test_idle_holds_back (void **state)
 {
-  static const char *const keys[] = { "idle", "300ms", NULL };
+  static const char *const keys[] = {
+    "idle", "300ms", "budget", "off", NULL,   /* idle gating: no pacing */
+  };
 
   open_engine (keys, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_start (fx.e), 0);
@@ -317,9 +334,9 @@ test_minlen_skips_short (void **state)
   sleep_ms (300);
   assert_int_equal (wait_calls (1, 0), 0);
   assert_int_equal (engine_trim (fx.e, 1 * MiB, 128 * KiB, false), 0);
-  assert_int_equal (wait_calls (1, 3000), 1);
+  assert_int_equal (wait_forwarded (128 * KiB, 3000), 128 * KiB);
   sleep_ms (200);
-  assert_int_equal (wait_calls (2, 0), 1);
+  assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
   assert_int_equal (stats ().pending_bytes, 8 * KiB);
   /* An explicit drain ignores minlen. */
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
@@ -329,7 +346,9 @@ test_minlen_skips_short (void **state)
 static void
 test_rate_limits (void **state)
 {
-  static const char *const keys[] = { "rate", "5", NULL };
+  static const char *const keys[] = {
+    "rate", "5", "budget", "off", NULL,       /* rate= is for no pacing */
+  };
 
   open_engine (keys, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_start (fx.e), 0);
@@ -529,10 +548,10 @@ test_minlen_no_further_input (void **state)
   assert_int_equal (engine_trim (fx.e, 1 * MiB, 128 * KiB, false), 0);
   sleep_ms (900);
   assert_int_equal (wait_calls (1, 0), 0);
-  assert_int_equal (wait_calls (1, 3000), 1);
-  calls (c);
+  assert_int_equal (wait_forwarded (128 * KiB, 3000), 128 * KiB);
+  /* In one command or a few (the pacing probes small ones first). */
+  assert_true (calls (c) >= 1);
   assert_int_equal (c[0].offset, 1 * MiB);
-  assert_int_equal (c[0].length, 128 * KiB);
   assert_int_equal (stats ().pending_bytes, 8 * KiB);
 }
 
