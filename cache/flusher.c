@@ -63,21 +63,24 @@ deadline_after_ns (uint64_t ns)
 
 /* Wait on e->wakeup for at most ns of real time. */
 static void
-sleep_ns_locked (struct engine *e, uint64_t ns)
+sleep_ns_drops_lock (struct engine *e, uint64_t ns)
+  REQUIRES (engine_lock)
 {
   struct timespec ts = deadline_after_ns (MIN (ns, MS (MAX_SLEEP_MS)));
 
-  pthread_cond_timedwait (&e->wakeup, &e->lock, &ts);
+  engine_cond_timedwait_drops_lock (e, &e->wakeup, &ts);
 }
 
 void
-engine_sleep_locked (struct engine *e, uint64_t ms)
+engine_sleep_drops_lock (struct engine *e, uint64_t ms)
+  REQUIRES (engine_lock)
 {
-  sleep_ns_locked (e, MS (ms));
+  sleep_ns_drops_lock (e, MS (ms));
 }
 
 static bool
-flush_wanted (const struct engine *e)
+flush_wanted_locked (const struct engine *e)
+  REQUIRES (engine_lock)
 {
   return e->flush_requested != e->flush_completed;
 }
@@ -97,13 +100,15 @@ quiet_at_ns (struct engine *e, uint64_t now_ns, uint64_t quiet_ms)
 
 /* When the rate limit lets the next discard go. */
 static uint64_t
-slot_at_ns (struct engine *e, uint64_t now_ns)
+slot_at_ns_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
   return e->cfg.rate ? MAX (now_ns, e->next_slot_ns) : now_ns;
 }
 
 static void
-take_slot (struct engine *e, uint64_t now_ns)
+take_slot_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
   if (e->cfg.rate)
     e->next_slot_ns = MAX (e->next_slot_ns, now_ns) + 1000000000 / e->cfg.rate;
@@ -115,7 +120,8 @@ take_slot (struct engine *e, uint64_t now_ns)
  * O(height): the map keeps every subtree's oldest forwardable time.
  */
 static uint64_t
-eligible_at_ns (struct engine *e, uint64_t delay_ms)
+eligible_at_ns_locked (struct engine *e, uint64_t delay_ms)
+  REQUIRES (engine_lock)
 {
   struct extent x;
 
@@ -133,23 +139,25 @@ eligible_at_ns (struct engine *e, uint64_t delay_ms)
  * is retried later rather than at once, so the thread cannot spin.
  */
 static uint64_t
-forward_eligible_locked (struct engine *e, uint64_t now_ns, uint64_t delay_ms,
-                         uint64_t minlen, uint64_t max_len, bool rate)
+forward_eligible_drops_lock (struct engine *e, uint64_t now_ns,
+                             uint64_t delay_ms, uint64_t minlen,
+                             uint64_t max_len, bool rate)
+  REQUIRES (engine_lock)
 {
   uint64_t offset, length, at;
-  uint32_t ticks = engine_ticks (e), time;
+  uint32_t ticks = engine_ticks_locked (e), time;
 
   if (ticks >= delay_ms &&
       engine_pick_max_locked (e, ticks - (uint32_t) delay_ms, minlen,
                               max_len, &offset, &length, &time)) {
     if (rate)
-      take_slot (e, now_ns);
-    engine_forward_locked (e, offset, length, time, false, true);
+      take_slot_locked (e, now_ns);
+    engine_forward_drops_lock (e, offset, length, time, false, true);
     return now_ns;
   }
   if (delay_ms == 0 && minlen == 0)
     return ENGINE_FLUSHER_IDLE;
-  at = eligible_at_ns (e, delay_ms);
+  at = eligible_at_ns_locked (e, delay_ms);
   return at > now_ns ? at : now_ns + MS (NOMEM_RETRY_MS);
 }
 
@@ -157,7 +165,8 @@ forward_eligible_locked (struct engine *e, uint64_t now_ns, uint64_t delay_ms,
  * (or forwarding failed), complete every flush asked for so far.
  */
 static void
-forced_turn_locked (struct engine *e)
+forced_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock)
 {
   uint64_t target = e->flush_requested;
   uint64_t offset, length;
@@ -167,7 +176,7 @@ forced_turn_locked (struct engine *e)
   if (e->forwarding_disabled)
     err = EOPNOTSUPP;
   else if (engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    if (engine_forward_locked (e, offset, length, time, false, true) == 0)
+    if (engine_forward_drops_lock (e, offset, length, time, false, true) == 0)
       return;
     err = errno == ENOTSUP ? EOPNOTSUPP : errno;
   }
@@ -184,7 +193,8 @@ static const char *const mode_names[] = {
  * idle=0 does not turn pacing off: nobody to stall, the gap is moot.
  */
 static uint64_t
-pace_quiet_at_ns (struct engine *e, uint64_t now_ns)
+pace_quiet_at_ns_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
   return quiet_at_ns (e, now_ns, MAX (e->cfg.idle_ms, BUSY_POLL_MS));
 }
@@ -195,7 +205,8 @@ pace_quiet_at_ns (struct engine *e, uint64_t now_ns)
  * for the next.
  */
 static uint64_t
-paced_turn_locked (struct engine *e, uint64_t now_ns)
+paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
   struct pace_inputs in = {
     .budget_us = e->cfg.budget_ms * 1000, .granularity = e->granularity,
@@ -207,20 +218,20 @@ paced_turn_locked (struct engine *e, uint64_t now_ns)
   if (extmap_count (e->map) >= MEMORY_HIGH_WATER (e->cfg.max_extents)) {
     e->pace_mode = "memory";
     e->pace_adapting = PACE_PROBE;
-    at = forward_eligible_locked (e, now_ns, 0, 0, e->chunk_limit, false);
+    at = forward_eligible_drops_lock (e, now_ns, 0, 0, e->chunk_limit, false);
     if (at <= now_ns)
       e->forced_by_memory++;
     return at;
   }
-  if ((at = eligible_at_ns (e, e->cfg.delay_ms)) > now_ns)
+  if ((at = eligible_at_ns_locked (e, e->cfg.delay_ms)) > now_ns)
     return at;
   if (now_ns < e->pace_next_ns &&
-      (at = pace_quiet_at_ns (e, now_ns)) > now_ns)
+      (at = pace_quiet_at_ns_locked (e, now_ns)) > now_ns)
     return MIN (e->pace_next_ns, at);
   pace_meter_inputs (&e->pace, &in);
   pace_decide (&in, d);
-  at = forward_eligible_locked (e, now_ns, e->cfg.delay_ms, e->cfg.minlen,
-                                d->max_len, false);
+  at = forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
+                                    e->cfg.minlen, d->max_len, false);
   if (at > now_ns)
     return at;
   /* What the next window measures adapts this mode's spacing, unless
@@ -229,7 +240,7 @@ paced_turn_locked (struct engine *e, uint64_t now_ns)
   now_ns = engine_now_ns (e);
   e->pace_adapting = d->mode;
   e->pace_mode = mode_names[d->mode];
-  if (pace_quiet_at_ns (e, now_ns) <= now_ns) {
+  if (pace_quiet_at_ns_locked (e, now_ns) <= now_ns) {
     e->pace_adapting = PACE_PROBE;
     e->pace_mode = "idle";
   }
@@ -238,15 +249,16 @@ paced_turn_locked (struct engine *e, uint64_t now_ns)
 }
 
 uint64_t
-engine_flusher_turn_locked (struct engine *e)
+engine_flusher_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock)
 {
   uint64_t now_ns = engine_now_ns (e), at;
 
   /* Measuring goes on without budget= too, for the statistics. */
   pace_meter_rotate (&e->pace, now_ns, e->cfg.budget_ms * 1000,
                      e->cfg.budget_ms ? e->pace_adapting : PACE_PROBE);
-  if (flush_wanted (e)) {
-    forced_turn_locked (e);
+  if (flush_wanted_locked (e)) {
+    forced_turn_drops_lock (e);
     return now_ns;
   }
   if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0)
@@ -254,15 +266,16 @@ engine_flusher_turn_locked (struct engine *e)
   if (now_ns < MS (e->retry_at_ms))
     return MS (e->retry_at_ms);
   if (e->cfg.budget_ms)
-    return paced_turn_locked (e, now_ns);
+    return paced_turn_drops_lock (e, now_ns);
   e->pace_mode = NULL;
-  if ((at = eligible_at_ns (e, e->cfg.delay_ms)) > now_ns)
+  if ((at = eligible_at_ns_locked (e, e->cfg.delay_ms)) > now_ns)
     return at;
-  at = MAX (quiet_at_ns (e, now_ns, e->cfg.idle_ms), slot_at_ns (e, now_ns));
+  at = MAX (quiet_at_ns (e, now_ns, e->cfg.idle_ms),
+            slot_at_ns_locked (e, now_ns));
   if (at > now_ns)
     return at;
-  return forward_eligible_locked (e, now_ns, e->cfg.delay_ms, e->cfg.minlen,
-                                  e->chunk_limit, true);
+  return forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
+                                      e->cfg.minlen, e->chunk_limit, true);
 }
 
 uint64_t
@@ -270,9 +283,9 @@ engine_flusher_step (struct engine *e)
 {
   uint64_t at;
 
-  pthread_mutex_lock (&e->lock);
-  at = engine_flusher_turn_locked (e);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_acquire (e);
+  at = engine_flusher_turn_drops_lock (e);
+  engine_lock_release (e);
   return at;
 }
 
@@ -281,19 +294,21 @@ engine_flusher_thread (void *opaque)
 {
   struct engine *e = opaque;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   while (!e->stopping) {
-    uint64_t at = engine_flusher_turn_locked (e), now_ns = engine_now_ns (e);
+    uint64_t at = engine_flusher_turn_drops_lock (e);
+    uint64_t now_ns = engine_now_ns (e);
 
     if (at > now_ns && !e->stopping)
-      sleep_ns_locked (e, at - now_ns);
+      sleep_ns_drops_lock (e, at - now_ns);
   }
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return NULL;
 }
 
 void
 engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
+  REQUIRES (engine_lock)
 {
   const struct pace_meter *m = &e->pace;
   uint64_t *lat[PACE_CLASSES][2] = {
@@ -333,14 +348,14 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
 void
 engine_flush_begin (struct engine *e, struct engine_flush *f)
 {
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   f->ticket = ++e->flush_requested;
   f->start_ms = engine_now_ms (e);
   f->forwarded = e->stats.forwarded;
   f->forwarded_bytes = e->stats.forwarded_bytes;
   f->total_bytes = extmap_aligned_bytes (e->map);
   pthread_cond_broadcast (&e->wakeup);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
 }
 
 int
@@ -351,9 +366,10 @@ engine_flush_wait (struct engine *e, const struct engine_flush *f,
   struct timespec deadline = deadline_after_ns (timeout_ms * 1000000);
   int r = 0;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   while (e->flush_completed < f->ticket && !e->stopping &&
-         pthread_cond_timedwait (&e->flushed, &e->lock, &deadline) != ETIMEDOUT)
+         engine_cond_timedwait_drops_lock (e, &e->flushed, &deadline) !=
+         ETIMEDOUT)
     ;
   p->forwarded = e->stats.forwarded - f->forwarded;
   p->forwarded_bytes = e->stats.forwarded_bytes - f->forwarded_bytes;
@@ -367,6 +383,6 @@ engine_flush_wait (struct engine *e, const struct engine_flush *f,
     r = -1;
     errno = ESHUTDOWN;
   }
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return r;
 }

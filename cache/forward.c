@@ -27,6 +27,7 @@
 bool
 engine_overlaps_inflight_locked (const struct engine *e, uint64_t offset,
                                  uint64_t length)
+  REQUIRES (engine_lock)
 {
   for (const struct inflight *f = e->inflight; f != NULL; f = f->next)
     if (offset < f->offset + f->length && f->offset < offset + length)
@@ -35,7 +36,8 @@ engine_overlaps_inflight_locked (const struct engine *e, uint64_t offset,
 }
 
 static void
-inflight_remove (struct engine *e, struct inflight *entry)
+inflight_remove_locked (struct engine *e, struct inflight *entry)
+  REQUIRES (engine_lock)
 {
   for (struct inflight **p = &e->inflight; *p != NULL; p = &(*p)->next) {
     if (*p == entry) {
@@ -47,6 +49,7 @@ inflight_remove (struct engine *e, struct inflight *entry)
 
 void
 engine_drop_all_locked (struct engine *e)
+  REQUIRES (engine_lock)
 {
   size_t n = extmap_count (e->map);
   uint64_t bytes = extmap_bytes (e->map);
@@ -63,6 +66,7 @@ engine_drop_all_locked (struct engine *e)
  */
 static void
 disable_forwarding_locked (struct engine *e)
+  REQUIRES (engine_lock)
 {
   if (!e->forwarding_disabled)
     dc_error ("backend %s does not support discard: forwarding turned off, "
@@ -75,6 +79,7 @@ disable_forwarding_locked (struct engine *e)
 static void
 keep_pending_locked (struct engine *e, uint64_t offset, uint64_t length,
                      uint32_t time, int err)
+  REQUIRES (engine_lock)
 {
   e->stats.forward_errors++;
   e->stats.last_error = err;
@@ -94,6 +99,7 @@ keep_pending_locked (struct engine *e, uint64_t offset, uint64_t length,
  */
 static void
 drop_after_error_locked (struct engine *e, uint64_t length, int err)
+  REQUIRES (engine_lock)
 {
   e->stats.forward_errors++;
   e->stats.last_error = err;
@@ -107,6 +113,7 @@ drop_after_error_locked (struct engine *e, uint64_t length, int err)
  */
 static int
 send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
+  EXCLUDES (engine_lock)
 {
   struct backend *b = e->backend;
   uint64_t t0;
@@ -121,9 +128,9 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
   atomic_fetch_sub (&e->discards_inflight, 1);
   atomic_fetch_add (&e->discard_events, 1);
   if (r == 0) {
-    pthread_mutex_lock (&e->lock);
+    engine_lock_acquire (e);
     pace_meter_discard (&e->pace, n, t0 / 1000);
-    pthread_mutex_unlock (&e->lock);
+    engine_lock_release (e);
   }
   errno = err;
   return r;
@@ -135,6 +142,7 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
 static int
 send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
              uint64_t *commands, uint64_t *sent)
+  EXCLUDES (engine_lock)
 {
   *commands = *sent = 0;
   while (*sent < length) {
@@ -149,8 +157,10 @@ send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
 }
 
 int
-engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
-                       uint32_t time, bool fua, bool keep_on_error)
+engine_forward_drops_lock (struct engine *e, uint64_t offset,
+                           uint64_t length, uint32_t time, bool fua,
+                           bool keep_on_error)
+  REQUIRES (engine_lock)
 {
   struct inflight entry = { .offset = offset, .length = length };
   uint64_t commands, sent, epoch;
@@ -168,10 +178,10 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   e->stats.inflight_bytes += length;
   epoch = e->epoch_ms;
 
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   r = send_chunks (e, offset, length, fua, &commands, &sent);
   err = errno;
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
 
   /* The ticks were rebased while the lock was down: what goes back
    * into the map must be in the new epoch, as the map's extents are
@@ -201,7 +211,7 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   /* Re-inserting (above) happens before waiting writers wake, so a write
    * that waited still finds and cancels the range it overlaps.
    */
-  inflight_remove (e, &entry);
+  inflight_remove_locked (e, &entry);
   pthread_cond_broadcast (&e->inflight_done);
   errno = err;
   return r;
@@ -210,6 +220,7 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
 bool
 engine_pick_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
                     uint64_t *offset, uint64_t *length, uint32_t *time)
+  REQUIRES (engine_lock)
 {
   return engine_pick_max_locked (e, cutoff, minlen, e->chunk_limit,
                                  offset, length, time);
@@ -219,6 +230,7 @@ bool
 engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
                         uint64_t max_length, uint64_t *offset,
                         uint64_t *length, uint32_t *time)
+  REQUIRES (engine_lock)
 {
   struct extent x;
   uint64_t aoff, alen;

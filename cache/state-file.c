@@ -77,6 +77,7 @@ encode_one (const struct extent *x, void *opaque)
  */
 static int
 encode_map_locked (struct engine *e, void **image, size_t *len)
+  REQUIRES (engine_lock)
 {
   struct state_encoder *enc;
   struct state_identity id;
@@ -133,21 +134,22 @@ engine_state_save (struct engine *e)
   CLEANUP_FREE void *image = NULL;
   size_t len, n;
   uint64_t bytes;
+  const char *path = engine_keys (e)->state;
   int r;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   n = extmap_count (e->map);
   bytes = extmap_bytes (e->map);
   r = n ? encode_map_locked (e, &image, &len) : 0;
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   if (n == 0) {
-    dc_debug ("state=%s: nothing pending, no state file written", e->cfg.state);
+    dc_debug ("state=%s: nothing pending, no state file written", path);
     return 0;
   }
-  if (r == -1 || write_atomically (e->cfg.state, image, len) == -1)
+  if (r == -1 || write_atomically (path, image, len) == -1)
     return -1;
   dc_debug ("state=%s: saved %zu pending extents (%" PRIu64 " bytes) in %zu "
-            "bytes", e->cfg.state, n, bytes, len);
+            "bytes", path, n, bytes, len);
   return 0;
 }
 
@@ -222,6 +224,7 @@ struct apply {
 /* Loaded extents are queued now, so they wait their delay again. */
 static int
 apply_one (uint64_t offset, uint64_t length, void *opaque)
+  REQUIRES (engine_lock)
 {
   struct apply *a = opaque;
   struct engine *e = a->e;
@@ -237,7 +240,7 @@ apply_one (uint64_t offset, uint64_t length, void *opaque)
 int
 engine_state_load (struct engine *e)
 {
-  const char *path = e->cfg.state;
+  const char *path = engine_keys (e)->state;
   CLEANUP_FREE unsigned char *buf = NULL;
   struct state_identity now;
   struct state_header h;
@@ -267,14 +270,14 @@ engine_state_load (struct engine *e)
               "as a crash would replay it later", path);
     return -1;
   }
-  pthread_mutex_lock (&e->lock);
-  a.ticks = engine_ticks (e);
+  engine_lock_acquire (e);
+  a.ticks = engine_ticks_locked (e);
   state_decode_extents (buf, &h, apply_one, &a, why, sizeof why);
   e->map_generation++;
   e->stats.state_loaded_extents = h.count;
   e->stats.state_loaded_bytes = h.bytes;
-  engine_enforce_bound_locked (e);
-  pthread_mutex_unlock (&e->lock);
+  engine_enforce_bound_drops_lock (e);
+  engine_lock_release (e);
   dc_debug ("state=%s: loaded %" PRIu64 " pending extents (%" PRIu64
             " bytes) and removed the file", path, h.count, h.bytes);
   return 0;
