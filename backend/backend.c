@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: backend_open picks the implementation for a spec, plus
  * the helpers the implementations share (range checks, writing zeroes,
  * identity).
@@ -121,6 +122,12 @@ backend_open (const char *spec, bool read_only)
   if (backend_spec_is_uri (spec))
     return backend_nbd_open (spec, read_only);
   return open_path (spec, read_only);
+}
+
+int
+backend_lock (struct backend *b)
+{
+  return b->ops->lock ? b->ops->lock (b) : 0;
 }
 
 void

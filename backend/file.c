@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the regular file backend.  Discard punches a hole
  * (fallocate PUNCH_HOLE|KEEP_SIZE), zero uses PUNCH_HOLE (may_trim) or
  * ZERO_RANGE and falls back to writing zeroes, extents come from
@@ -190,6 +191,12 @@ file_extents (struct backend *b, uint64_t offset, uint64_t length,
   return 0;
 }
 
+static int
+file_lock (struct backend *b)
+{
+  return backend_lock_fd (b, ((struct fd_backend *) b)->fd);
+}
+
 static const struct backend_ops file_ops = {
   .kind = "file",
   .pread = fd_backend_pread,
@@ -198,6 +205,7 @@ static const struct backend_ops file_ops = {
   .discard = file_discard,
   .flush = fd_backend_flush,
   .extents = file_extents,
+  .lock = file_lock,
   .close = fd_backend_close,
 };
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # backend: the storage backends behind the engine (backend.h), one
 # convenience library for the front-ends and the tests.
 noinst_HEADERS += \
@@ -9,6 +10,7 @@ libbackend_la_SOURCES = \
 	backend/backend.c \
 	backend/fd.c \
 	backend/file.c \
+	backend/lock.c \
 	backend/blkdev.c \
 	backend/nbd.c \
 	backend/nbd-conn.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: engine settings (see config.h). */
 #include <config.h>
 
@@ -15,8 +16,6 @@
 #include "log.h"
 #include "parse.h"
 #include "strdup-null.h"
-
-const char engine_config_help[] = ENGINE_CONFIG_HELP;
 
 const char engine_config_runtime_keys[] = "delay, minlen, idle, rate and budget";
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: what each control request does (protocol in
  * ctl-proto.h).  Every engine call returns before anything is written
  * to the client, so the engine's lock is never held across a send.
@@ -13,6 +14,7 @@
 
 #include "ctl-internal.h"
 #include "engine.h"
+#include "keys.h"
 #include "volume.h"
 #include "log.h"
 #include "stats.h"
@@ -30,9 +32,11 @@ ctl_hello (struct ctl_client *c)
   if (fp == NULL)
     return -1;
   fprintf (fp, "{\"ok\":true,\"hello\":\"discardcache\",\"protocol\":%d,"
-           "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d}\n",
+           "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d,\"backend\":",
            CTL_PROTOCOL_VERSION, PACKAGE_VERSION, (int) getpid (),
            CTL_MAX_LINE);
+  ctl_json_string (fp, engine_identity (c->s->e)->name);
+  fputs ("}\n", fp);
   return ctl_out_send (c);
 }
 
@@ -233,29 +237,36 @@ do_pause (struct ctl_client *c, bool paused)
   return ctl_out_send (c);
 }
 
+/* Every pair is checked against the table of keys (keys.h) before any
+ * is applied, so a bad one changes nothing; the runtime keys are all
+ * the engine's.
+ */
 static int
 do_set (struct ctl_client *c, const struct ctl_request *req)
 {
   char msg[512];
   FILE *fp;
 
-  if (!engine_config_key_is_runtime (req->key)) {
-    snprintf (msg, sizeof msg, "set %s: cannot be changed while running: "
-              "the runtime keys are %s", req->key, engine_config_runtime_keys);
+  if (service_keys_check_runtime (req->keys, req->values, req->nset, msg,
+                                  sizeof msg) == -1)
     return ctl_send_error (c, msg);
-  }
-  if (engine_set (c->s->e, req->key, req->value) == -1) {
-    snprintf (msg, sizeof msg, "set %s=%s: invalid value: expected %s",
-              req->key, req->value, engine_config_forms (req->key));
-    return ctl_send_error (c, msg);
-  }
+  for (size_t i = 0; i < req->nset; i++)
+    if (service_key_find (req->keys[i])->layer != SERVICE_LAYER_ENGINE ||
+        engine_set (c->s->e, req->keys[i], req->values[i]) == -1) {
+      snprintf (msg, sizeof msg, "set %s=%s: internal error: checked, but "
+                "not applied (the pairs before it were)", req->keys[i],
+                req->values[i]);
+      return ctl_send_error (c, msg);
+    }
   if ((fp = ctl_out_open (c)) == NULL)
     return -1;
-  fputs ("{\"ok\":true,\"set\":", fp);
-  ctl_json_string (fp, req->key);
-  fputs (",\"value\":", fp);
-  ctl_json_string (fp, req->value);
-  fputs ("}\n", fp);
+  for (size_t i = 0; i < req->nset; i++) {
+    fputs (i + 1 < req->nset ? "{\"set\":" : "{\"ok\":true,\"set\":", fp);
+    ctl_json_string (fp, req->keys[i]);
+    fputs (",\"value\":", fp);
+    ctl_json_string (fp, req->values[i]);
+    fputs ("}\n", fp);
+  }
   return ctl_out_send (c);
 }
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The service layer, what both front-ends share: the keys, the
 # lifecycle, the control server and the statistics' formats.
 noinst_LTLIBRARIES += libservice.la
@@ -7,6 +8,8 @@ libservice_la_SOURCES = \
 	service/ctl.h \
 	service/ctl-commands.c \
 	service/ctl-internal.h \
+	service/keys.h \
+	service/keys-help.c \
 	service/service.c \
 	service/service.h \
 	service/stats.c \

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardctl against the plugin under nbdkit: each command and output
 # format (the table's ratios, JSON that parses, Prometheus text that
 # follows the format, dump lines, the progress bar on a terminal and
@@ -52,7 +53,7 @@ PY
 
 # stats: the table, JSON, Prometheus.
 expect 0 -s "$ctl" stats
-out_has "trims received:        3 (72.1 KiB)"
+out_has "discardcache: 3 trims in, 0 discards out (72.1 KiB in, 0 B out)"
 out_has "cancelled by writes:   22% of trimmed bytes (16.0 KiB)"
 out_has "pending:               3 extents, 56.1 KiB (sub-granule 100 B)"
 expect 0 -s "$ctl" stats --json
@@ -85,7 +86,7 @@ PY
 grep -q '^discardcache_cancelled_by_writes_bytes_total 16384$' "$dir/out" ||
     fail "prometheus: cancelled_by_writes"
 expect 0 -s "$ctl" stats --watch=100ms --count=3
-[ "$(grep -c '^discardcache statistics' "$dir/out")" -eq 3 ] || fail "--watch --count=3"
+[ "$(grep -c '^discardcache: 3 trims in' "$dir/out")" -eq 3 ] || fail "--watch --count=3"
 expect 0 -s "$ctl" stats --json --watch=50ms --count=2
 [ "$(jq -s length "$dir/out")" -eq 2 ] || fail "--json --watch: two objects"
 
@@ -108,6 +109,19 @@ expect 1 -s "$ctl" set delay=soon
 out_has "set delay=soon: invalid value: expected a duration"
 expect 1 -s "$ctl" set granularity=4k
 out_has "cannot be changed while running"
+# Several at once: each printed; one bad pair and nothing changes.
+expect 0 -s "$ctl" set delay=2h idle=1s budget=5ms
+[ "$(cat "$dir/out")" = "$(printf 'delay=2h\nidle=1s\nbudget=5ms')" ] ||
+    { cat "$dir/out"; fail "set with three pairs"; }
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 5000 ] || fail "budget=5ms not set"
+expect 1 -s "$ctl" set budget=9ms foo=bar
+out_has "set foo: unknown key"
+expect 1 -s "$ctl" set budget=9ms delay=soon
+out_has "set delay=soon: invalid value"
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 5000 ] ||
+    fail "a refused set changed budget"
+expect 0 -s "$ctl" set budget=off
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 0 ] || fail "budget=off not set"
 
 # flush: without a terminal, the summary; then nothing but the fragment.
 expect 0 -s "$ctl" flush --wait
@@ -130,6 +144,8 @@ expect 2 -s "$ctl" pause now
 expect 2 -s "$ctl" set
 expect 2 -s "$ctl" set delay
 expect 2 -s "$ctl" set 'delay=1 s'
+expect 2 -s "$ctl" set delay=1s idle
+out_has "set idle: expected KEY=VALUE"
 expect 0 --help
 out_has "Usage: discardctl"
 expect 0 --version
@@ -171,10 +187,12 @@ if script -qc true /dev/null >/dev/null 2>&1; then
 fi
 
 # Finding the socket: the one live PID.sock in $XDG_RUNTIME_DIR/discardcache.
+# Each server has a disk of its own: a served file is locked.
 xdg=$dir/xdg
 mkdir "$xdg"
+truncate -s 64M "$dir/disk.a" "$dir/disk.n" "$dir/disk.b" "$dir/disk.f"
 XDG_RUNTIME_DIR=$xdg start_nbdkit -v -P "$dir/a.pid" -U "$dir/a.sock" "$PLUGIN" \
-    backend="$dir/disk" 2>"$dir/a.log"
+    backend="$dir/disk.a" 2>"$dir/a.log"
 a=$(cat "$dir/a.pid")
 wait_for_ctl "$xdg/discardcache/$a.sock"
 [ "$(stat -c %a "$xdg/discardcache")" = 700 ] || fail "default directory is not 0700"
@@ -187,7 +205,7 @@ XDG_RUNTIME_DIR=$xdg expect 0 stats --json
 [ "$(jq .trims "$dir/out")" = 0 ] || fail "the default socket reached another server"
 # ctl=none: no socket (checked once the engine has started).
 XDG_RUNTIME_DIR=$xdg start_nbdkit -v -P "$dir/n.pid" -U "$dir/n.sock" "$PLUGIN" \
-    backend="$dir/disk" readonly=true ctl=none 2>"$dir/n.log"
+    backend="$dir/disk.n" readonly=true ctl=none 2>"$dir/n.log"
 for (( i = 0; i < 300; i++ )); do
     grep -q "ctl=none: no control socket" "$dir/n.log" && break
     sleep 0.1
@@ -196,7 +214,7 @@ grep -q "ctl=none: no control socket" "$dir/n.log" || fail "the ctl=none server 
 [ "$(ls "$xdg/discardcache" | wc -l)" -eq 2 ] || fail "ctl=none created a socket"
 # Two servers: a list, exit 2; DISCARDCACHE_CTL picks one.
 XDG_RUNTIME_DIR=$xdg start_nbdkit -P "$dir/b.pid" -U "$dir/b.sock" "$PLUGIN" \
-    backend="$dir/disk" readonly=true
+    backend="$dir/disk.b" readonly=true
 b=$(cat "$dir/b.pid")
 wait_for_ctl "$xdg/discardcache/$b.sock"
 XDG_RUNTIME_DIR=$xdg expect 2 stats
@@ -210,7 +228,7 @@ out_has "no control socket found in $dir/nowhere/discardcache"
 
 # stats --file: the statistics a server left in statsfile= (here after
 # a clean stop), read without a server, in each format.
-start_nbdkit -P "$dir/f.pid" -U "$dir/f.sock" "$PLUGIN" backend="$dir/disk" \
+start_nbdkit -P "$dir/f.pid" -U "$dir/f.sock" "$PLUGIN" backend="$dir/disk.f" \
     statsfile="$dir/f.json" ctl=none
 /usr/bin/python3 -c '
 import sys, nbd
@@ -220,14 +238,13 @@ h.shutdown()' "$dir/f.sock"
 stop_pidfile "$dir/f.pid" nbdkit
 [ -s "$dir/f.json" ] || fail "statsfile= left nothing"
 expect 0 stats --file="$dir/f.json"
-out_has "trims received:        2 (68.0 KiB)"
-out_has "forwarded:             2 discards (68.0 KiB), 100% of trims received"
+out_has "discardcache: 2 trims in, 2 discards out (68.0 KiB in, 68.0 KiB out)"
 expect 0 stats --file="$dir/f.json" --json
 cmp -s "$dir/out" "$dir/f.json" || fail "stats --file --json differs from the file"
 expect 0 stats --file="$dir/f.json" --format=prometheus
 out_has "discardcache_trims_total 2"
 expect 0 stats --file="$dir/f.json" --watch=100ms --count=2
-[ "$(grep -c "trims received:        2" "$dir/out")" -eq 2 ] ||
+[ "$(grep -c "^discardcache: 2 trims in" "$dir/out")" -eq 2 ] ||
     { cat "$dir/out"; fail "stats --file --watch --count=2: not two samples"; }
 # Its errors: no such file (3), not statistics (1), two sources or
 # another command (2).

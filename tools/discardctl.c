@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardctl: control a running discardcache server through its control
- * socket: statistics, flush, dump, pause/resume, set.  See discardctl(8).
+ * socket: statistics, flush, dump, pause/resume, set.  See discardctl(1).
  */
 #include <config.h>
 
@@ -34,7 +35,7 @@
   "  dump [--json]             pending extents: offset length age_ms\n" \
   "  dump --map [--json]       thin mode's slot map: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
-  "  set KEY=VALUE             change delay, minlen, idle, rate or budget\n" \
+  "  set KEY=VALUE...          change delay, minlen, idle, rate or budget\n" \
   "\n" \
   "Options:\n" \
   "  -s, --socket=SOCKET       the server's control socket (default:\n" \
@@ -46,7 +47,7 @@
   "\n" \
   "Exit status: 0 ok, 1 the server answered with an error (or --file\n" \
   "holds no statistics), 2 usage, 3 cannot connect (or read --file).\n" \
-  "See discardctl(8).\n"
+  "See discardctl(1).\n"
 
 enum stats_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_PROMETHEUS };
 
@@ -62,7 +63,8 @@ struct cmdline {
   const char *file;            /* stats --file */
   bool wait;
   bool progress;
-  const char *assignment;      /* set */
+  char **assignments;          /* set: KEY=VALUE words */
+  int nassignments;
 };
 
 static int
@@ -73,11 +75,12 @@ usage_error (const char *fmt, ...)
 {
   va_list args;
 
+  /* One line, the hint included: a script's log shows it whole. */
   fprintf (stderr, "discardctl: ");
   va_start (args, fmt);
   vfprintf (stderr, fmt, args);
   va_end (args);
-  fprintf (stderr, "\nTry 'discardctl --help'.\n");
+  fprintf (stderr, " (try 'discardctl --help')\n");
   return EXIT_USAGE;
 }
 
@@ -323,18 +326,29 @@ cmd_pause (const struct cmdline *cl, struct ctl_conn *conn)
   return r;
 }
 
+/* One request for every pair: the server checks them all before it
+ * applies any, and answers a line for each.
+ */
 static int
 cmd_set (const struct cmdline *cl, struct ctl_conn *conn)
 {
-  char request[CTL_MAX_LINE + 1];
+  char request[CTL_MAX_LINE + 1] = "set";
   struct jf_object o;
+  size_t len = 3;
   int r;
 
-  snprintf (request, sizeof request, "set %s", cl->assignment);
-  r = simple_request (conn, request, &o);
-  if (r == EXIT_OK && jf_str (&o, "set") && jf_str (&o, "value"))
-    printf ("%s=%s\n", jf_str (&o, "set"), jf_str (&o, "value"));
-  return r;
+  for (int i = 0; i < cl->nassignments; i++)
+    len += snprintf (request + len, sizeof request - len, " %s",
+                     cl->assignments[i]);
+  if ((r = ctl_conn_send (conn, request)) != EXIT_OK)
+    return r;
+  while ((r = ctl_conn_read (conn, &o)) >= 0) {
+    if (jf_str (&o, "set") && jf_str (&o, "value"))
+      printf ("%s=%s\n", jf_str (&o, "set"), jf_str (&o, "value"));
+    if (r == 1)
+      break;
+  }
+  return r == -1 ? EXIT_CONNECT : ctl_conn_verdict (conn, &o);
 }
 
 /* Command options.  Each returns EXIT_OK or EXIT_USAGE (reported). */
@@ -343,10 +357,13 @@ static int
 parse_watch (struct cmdline *cl, const char *arg)
 {
   cl->watch = true;
-  if (arg && (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1 ||
-              cl->interval_ms == 0))
-    return usage_error ("--watch=%s: expected an interval such as 1s or "
-                        "500ms (more than 0)", arg);
+  if (arg == NULL)
+    return EXIT_OK;
+  if (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1)
+    return EXIT_USAGE;          /* reported, the accepted forms with it */
+  if (cl->interval_ms == 0)
+    return usage_error ("--watch=%s: expected an interval more than 0, "
+                        "such as 1s or 500ms", arg);
   return EXIT_OK;
 }
 
@@ -379,6 +396,23 @@ parse_stats_option (struct cmdline *cl, int c, const char *arg)
   return EXIT_USAGE;
 }
 
+/* getopt_long's complaint, as one line of ours (opterr is 0): c is '?'
+ * for an option nobody knows, ':' for a missing value, or an option
+ * known to another command.
+ */
+static int
+option_error (const char *command, int c, char **argv,
+              const struct option *opt)
+{
+  if (c == '?')
+    return usage_error ("%s: unknown option '%s'", command, argv[optind - 1]);
+  if (c == ':')
+    return usage_error ("%s: option '%s' needs a value", command,
+                        argv[optind - 1]);
+  return usage_error ("%s: --%s is not an option of %s", command, opt->name,
+                      command);
+}
+
 static int
 parse_command_options (struct cmdline *cl, int argc, char **argv)
 {
@@ -396,10 +430,11 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
   bool stats = strcmp (cl->command, "stats") == 0;
   bool flush = strcmp (cl->command, "flush") == 0;
   bool dump = strcmp (cl->command, "dump") == 0;
-  int c, r;
+  int c, r, index = 0;
 
   optind = 0;
-  while ((c = getopt_long (argc, argv, "+", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "+:", opts, &index)) != -1) {
     if (c == 'j' && (flush || dump))
       cl->json = true;
     else if (c == 'm' && dump)
@@ -408,32 +443,55 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
       cl->wait = true;
     else if (c == 'p' && flush)
       cl->wait = cl->progress = true;
-    else if (stats && c != '?' && c != 'W' && c != 'p') {
+    else if (stats && c != '?' && c != ':' && c != 'W' && c != 'p') {
       if ((r = parse_stats_option (cl, c, optarg)) != EXIT_OK)
         return r;
     }
     else
-      return usage_error ("%s: unknown or misplaced option (see --help)",
-                          cl->command);
+      return option_error (cl->command, c, argv, &opts[index]);
   }
-  if (strcmp (cl->command, "set") == 0 && argc - optind == 1)
-    cl->assignment = argv[optind++];
+  if (strcmp (cl->command, "set") == 0) {
+    cl->assignments = argv + optind;
+    cl->nassignments = argc - optind;
+    optind = argc;
+  }
   if (optind < argc)
-    return usage_error ("unexpected argument '%s' (see --help)", argv[optind]);
+    return usage_error ("unexpected argument '%s'", argv[optind]);
   return EXIT_OK;
 }
 
 static int
 check_assignment (const char *a)
 {
-  if (a == NULL)
-    return usage_error ("set: expected KEY=VALUE, e.g. set delay=10s");
-  if (strchr (a, '=') == NULL || a[0] == '=' || strlen (a) >= CTL_MAX_LINE - 4)
+  if (strchr (a, '=') == NULL || a[0] == '=')
     return usage_error ("set %s: expected KEY=VALUE, e.g. set delay=10s", a);
   for (const char *p = a; *p; p++)
     if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e)
       return usage_error ("set %s: KEY=VALUE must be printable text without "
                           "spaces", a);
+  return EXIT_OK;
+}
+
+/* The server checks the keys and values; this checks the words. */
+static int
+check_assignments (const struct cmdline *cl)
+{
+  size_t len = 3;
+  int r;
+
+  if (cl->nassignments == 0)
+    return usage_error ("set: expected KEY=VALUE..., e.g. set delay=10s");
+  if (cl->nassignments > CTL_SET_MAX)
+    return usage_error ("set: %d pairs, at most %d", cl->nassignments,
+                        CTL_SET_MAX);
+  for (int i = 0; i < cl->nassignments; i++) {
+    if ((r = check_assignment (cl->assignments[i])) != EXIT_OK)
+      return r;
+    len += 1 + strlen (cl->assignments[i]);
+  }
+  if (len > CTL_MAX_LINE)
+    return usage_error ("set: the request would be %zu bytes, at most %d",
+                        len, CTL_MAX_LINE);
   return EXIT_OK;
 }
 
@@ -448,12 +506,14 @@ parse_global (struct cmdline *cl, int argc, char **argv)
   };
   int c;
 
-  while ((c = getopt_long (argc, argv, "+s:hV", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "+:s:hV", opts, NULL)) != -1) {
     switch (c) {
     case 's': cl->socket = optarg; break;
     case 'h': fputs (USAGE, stdout); exit (EXIT_OK);
     case 'V': printf ("discardctl (discardcache) %s\n", PACKAGE_VERSION); exit (EXIT_OK);
-    default: return usage_error ("bad option");
+    case ':': return usage_error ("option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error ("unknown option '%s'", argv[optind - 1]);
     }
   }
   if (optind == argc)
@@ -483,7 +543,7 @@ main (int argc, char **argv)
                         "pause, resume or set", cl.command);
   r = parse_command_options (&cl, argc - optind, argv + optind);
   if (r == EXIT_OK && strcmp (cl.command, "set") == 0)
-    r = check_assignment (cl.assignment);
+    r = check_assignments (&cl);
   if (r == EXIT_OK && cl.file && cl.socket)
     r = usage_error ("stats: -s and --file name two sources: give one");
   if (r != EXIT_OK)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the volume's keys (see volume.h). */
 #include <config.h>
 
@@ -10,8 +11,6 @@
 #include "log.h"
 #include "parse.h"
 #include "volume.h"
-
-const char volume_config_help[] = VOLUME_CONFIG_HELP;
 
 void
 volume_config_init (struct volume_config *cfg)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: unit tests of thin mode: the allocator (LIFO reuse,
  * nothing reused before its unmap is durable), ENOSPC, sub-slot zeros,
  * the journal's records and checkpoint, recovery of every prefix of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: thin mode's meta file format (see thin.h for the
  * layout): the checkpoint image and the journal records, encoded and
  * recovered in memory so that tests can cut an image anywhere.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: thin mode's slot table and allocator (see thin.h).
  * Pure bookkeeping: the caller holds the lock and does the I/O.
  */

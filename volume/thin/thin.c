@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the thin volume (see thin-volume.h).
  *
  * Each request is cut at slot boundaries; each piece goes to the engine

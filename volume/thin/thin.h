@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: thin mode (thin=on).  The exported disk is cut into
  * logical slots of slot= bytes, each unmapped (reads as zeros) or mapped
  * to one physical slot of the backend.  Three concerns, one file each:
