@@ -20,7 +20,7 @@
 const char engine_config_runtime_keys[] = "delay, minlen, idle, rate and budget";
 
 /* What budget= accepts. */
-#define BUDGET_FORMS "off (or 0), or " PARSE_DURATION_FORMS
+#define BUDGET_FORMS "off, or " PARSE_DURATION_FORMS
 
 /* The largest rate= accepted, in discards per second. */
 #define RATE_MAX 1000000
