@@ -58,7 +58,6 @@ struct engine {
   struct extmap *map PT_GUARDED_BY (engine_lock);
   struct inflight *inflight GUARDED_BY (engine_lock);
   uint64_t epoch_ms GUARDED_BY (engine_lock);   /* clock ms at tick 0 */
-  uint64_t map_generation GUARDED_BY (engine_lock); /* bumped by every insert */
   bool forwarding_disabled GUARDED_BY (engine_lock); /* backend: EOPNOTSUPP */
   bool paused GUARDED_BY (engine_lock);
   bool stopping GUARDED_BY (engine_lock);

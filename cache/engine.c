@@ -618,7 +618,6 @@ record_trim_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
     return;
   }
   e->stats.merges += before + 1 - extmap_count (e->map);
-  e->map_generation++;
   engine_enforce_bound_drops_lock (e);
   pthread_cond_signal (&e->wakeup);
 }

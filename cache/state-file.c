@@ -274,7 +274,6 @@ engine_state_load (struct engine *e)
   engine_lock_acquire (e);
   a.ticks = engine_ticks_locked (e);
   state_decode_extents (buf, &h, apply_one, &a, why, sizeof why);
-  e->map_generation++;
   e->stats.state_loaded_extents = h.count;
   e->stats.state_loaded_bytes = h.bytes;
   engine_enforce_bound_drops_lock (e);
