@@ -47,6 +47,7 @@
 
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -305,14 +306,33 @@ node_cut (const struct layout *lay, union node *n, unsigned j, unsigned cnt)
   n->h.n -= cnt;
 }
 
-/* Whether [offset, offset+len) holds a whole granule of g (a power of
- * two; 0: no granularity, nothing does).  Ends are at most 2^63, so
- * rounding up cannot wrap.
+/* The granule-aligned part of [s, s+len) is [*a, *b), empty when
+ * *b <= *a.  g is a power of two (extmap_set_granularity asserts it
+ * once: these run for every element a summary or a total looks at, so
+ * they use the mask, not round_up's assertion).  Ends are at most 2^63,
+ * so rounding up cannot wrap.
+ */
+static inline void
+aligned_part (uint64_t s, uint64_t len, uint64_t g, uint64_t *a, uint64_t *b)
+{
+  uint64_t mask = ~(g - 1);
+
+  *a = (s + g - 1) & mask;
+  *b = (s + len) & mask;
+}
+
+/* Whether [offset, offset+len) holds a whole granule of g (0: no
+ * granularity, nothing does).
  */
 static inline bool
 holds_granule (uint64_t offset, uint64_t len, uint64_t g)
 {
-  return g != 0 && round_down (offset + len, g) > round_up (offset, g);
+  uint64_t a, b;
+
+  if (g == 0)
+    return false;
+  aligned_part (offset, len, g, &a, &b);
+  return b > a;
 }
 
 static inline bool
@@ -1049,8 +1069,7 @@ account (struct extmap *map, uint64_t s, uint64_t len, bool add)
 
   if (g == 0)
     return;
-  a = round_up (s, g);
-  b = round_down (s + len, g);
+  aligned_part (s, len, g, &a, &b);
   if (b > a) {
     total = &map->aligned;
     amount = b - a;
@@ -1801,6 +1820,7 @@ resummarize (const struct extmap *map, union node *n, unsigned l)
 void
 extmap_set_granularity (struct extmap *map, uint64_t g)
 {
+  assert (g == 0 || is_power_of_2 (g));
   map->granularity = g;
   map->aligned = map->subgranule = 0;
   if (g)
