@@ -5,7 +5,10 @@
  *
  * Policy.  A request that finds its connection lost reconnects at once
  * and is sent again on the new connection (every NBD command we send is
- * idempotent: the same data at the same offset, or a flush).  While the
+ * idempotent: the same data at the same offset, or a flush).  A server
+ * that answers ESHUTDOWN is shutting down (nbdkit on SIGTERM answers so
+ * to what it has not started): its connection counts as lost, so the
+ * client sees EIO, as for any other loss, never ESHUTDOWN.  While the
  * server stays away, requests fail with EIO, one connect attempt per
  * RECONNECT_INTERVAL_MS at most, so clients get their errors at once
  * rather than queueing behind connects; the engine keeps failed
@@ -142,7 +145,7 @@ nbdc_ensure (struct nbd_backend *h, unsigned i)
 {
   struct nbd_handle *nbd;
 
-  if (!nbdc_lost (h->nbd[i]))
+  if (!h->leaving[i] && !nbdc_lost (h->nbd[i]))
     return 0;
   {
     ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
@@ -166,6 +169,7 @@ nbdc_ensure (struct nbd_backend *h, unsigned i)
   }
   nbd_close (h->nbd[i]);
   h->nbd[i] = nbd;
+  h->leaving[i] = false;
   return 0;
 }
 

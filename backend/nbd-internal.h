@@ -24,8 +24,12 @@ struct nbd_backend {
   pthread_cond_t freed;         /* signalled when a connection is freed */
   unsigned nr;                  /* connections in nbd[] */
   bool busy[NBDB_POOL_MAX];
-  /* A slot's handle belongs to whoever holds the slot (busy). */
+  /* A slot's handle belongs to whoever holds the slot (busy), and so
+   * does its leaving flag: the server answered ESHUTDOWN on it (it is
+   * shutting down), so the connection is as good as lost.
+   */
   struct nbd_handle *nbd[NBDB_POOL_MAX];
+  bool leaving[NBDB_POOL_MAX];
   /* What the server can do (b.limits may say less, e.g. read-only). */
   bool can_trim, can_zero, can_fua, can_flush;
   uint32_t max_request;         /* pread/pwrite chunk */
@@ -53,7 +57,7 @@ extern struct nbd_handle *nbdc_connect (const char *uri, bool first)
 extern bool nbdc_lost (struct nbd_handle *nbd) __attribute__ ((nonnull (1)));
 
 /* Make slot i (held by the caller) usable, reconnecting a lost
- * connection; at most one attempt per interval across the pool after a
+ * connection (or one whose server said it is leaving); at most one attempt per interval across the pool after a
  * failure, so during an outage requests fail at once instead of waiting
  * for connects.  The new server must have the same size and be
  * writable if we write.  Returns 0, or -1 with errno = EIO (logged once

@@ -15,8 +15,9 @@
  * thread, and the pool size bounds the requests in flight.
  *
  * Connections are made, checked and remade in nbd-conn.c: a request
- * that finds its connection lost (the server exited) reconnects and is
- * sent again; while the server is away requests fail with EIO.
+ * that finds its connection lost (the server exited, or answered
+ * ESHUTDOWN) reconnects and is sent again; while the server is away
+ * requests fail with EIO.
  */
 #include <config.h>
 
@@ -142,7 +143,9 @@ send_on (struct nbd_backend *h, unsigned i, enum nbdb_cmd cmd, void *buf,
       return 1;
     if (run_cmd (h->nbd[i], cmd, buf, count, offset, flags) == 0)
       return 0;
-    if (!nbdc_lost (h->nbd[i]))
+    if (nbd_get_errno () == ESHUTDOWN)
+      h->leaving[i] = true;     /* not run: the server is going away */
+    else if (!nbdc_lost (h->nbd[i]))
       return -1;
     nbdc_note_lost (h, i);
   }

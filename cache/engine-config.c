@@ -20,6 +20,9 @@
 
 const char engine_config_runtime_keys[] = "delay, minlen, idle, rate and budget";
 
+/* What budget= accepts. */
+#define BUDGET_FORMS "off, or " PARSE_DURATION_FORMS
+
 /* The largest rate= accepted, in discards per second. */
 #define RATE_MAX 1000000
 #define STRINGIFY_(x) #x
@@ -31,6 +34,7 @@ engine_config_init (struct engine_config *cfg)
   *cfg = (struct engine_config) {
     .delay_ms = 30000,
     .idle_ms = 200,
+    .budget_ms = ENGINE_DEFAULT_BUDGET_MS,
     .max_extents = 1024 * 1024,
     .max_clean_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
@@ -99,6 +103,24 @@ set_max_discard (const char *key, const char *value, uint64_t *out)
   return 0;
 }
 
+/* budget=: a duration, or off (0 too): idle-gated forwarding.  The
+ * one place that knows what turns pacing off.
+ */
+static int
+set_budget (const char *key, const char *value, uint64_t *out)
+{
+  if (strcmp (value, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (value[0] < '0' || value[0] > '9') {
+    dc_error ("%s=%s: invalid value: expected %s", key, value, BUDGET_FORMS);
+    errno = EINVAL;
+    return -1;
+  }
+  return parse_duration_ms (key, value, out);
+}
+
 static int
 set_max_extents (const char *key, const char *value, uint64_t *out)
 {
@@ -146,17 +168,6 @@ set_on_full (const char *key, const char *value, enum on_full_policy *out)
     return -1;
   }
   return 0;
-}
-
-/* budget=off (or 0) turns pacing off; anything else is a duration. */
-static int
-set_budget (const char *key, const char *value, uint64_t *out)
-{
-  if (strcmp (value, "off") == 0) {
-    *out = 0;
-    return 0;
-  }
-  return parse_duration_ms (key, value, out);
 }
 
 int
@@ -211,7 +222,7 @@ engine_config_forms (const char *key)
   if (strcmp (key, "delay") == 0 || strcmp (key, "idle") == 0)
     return PARSE_DURATION_FORMS;
   if (strcmp (key, "budget") == 0)
-    return "off, or " PARSE_DURATION_FORMS;
+    return BUDGET_FORMS;
   if (strcmp (key, "minlen") == 0)
     return PARSE_SIZE_FORMS;
   if (strcmp (key, "rate") == 0)

@@ -30,6 +30,13 @@ struct engine_config {
   char *state;                 /* state file path (owned); NULL: none */
 };
 
+/* budget='s default: pacing is on unless budget=off.  2 ms: in the
+ * pacing benchmark (docs/benchmarks-pacing.md) it keeps the client p99
+ * within itself of the no-TRIM baseline on both device models and the
+ * backlog bounded under sustained load with no idle gap.
+ */
+#define ENGINE_DEFAULT_BUDGET_MS 2
+
 /* The keys engine_set accepts while running, for messages. */
 extern const char engine_config_runtime_keys[];
 

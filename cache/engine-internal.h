@@ -15,53 +15,79 @@
 #include "backend.h"
 #include "clean.h"
 #include "engine-config.h"
+#include "engine-test.h"
 #include "engine.h"
 #include "extmap.h"
+#include "lock.h"
 #include "pacing.h"
+
+/* The engine lock, for clang's analysis (common/lock.h): one capability
+ * stands for e->lock of every engine.  The rules it checks
+ * (docs/design-notes.md, "Locks"): fields marked GUARDED_BY
+ * (engine_lock) are touched only with it held; functions marked
+ * REQUIRES (engine_lock) are called only with it held and are named
+ * *_locked, or *_drops_lock when they may drop and retake it (around a
+ * discard's I/O, or a condition wait), so that a caller knows the state
+ * may have moved; EXCLUDES (engine_lock) functions take it themselves.
+ */
+extern struct dc_capability engine_lock;
 
 /* A discard being sent; lives on the sending thread's stack. */
 struct inflight {
-  uint64_t offset;
+  uint64_t offset;                  /* set before it is in the list */
   uint64_t length;
-  struct inflight *next;
+  struct inflight *next GUARDED_BY (engine_lock);
 };
 
 struct engine {
-  struct engine_config cfg;         /* runtime keys change under lock */
+  /* The keys: the runtime ones (delay, minlen, idle, rate, budget)
+   * change under the lock; read the others, fixed at open, without it
+   * through engine_keys.
+   */
+  struct engine_config cfg GUARDED_BY (engine_lock);
+  /* Set at open, then only read. */
   struct backend *backend;
   uint64_t granularity;             /* resolved: never 0 */
   uint64_t chunk_limit;             /* largest single discard */
+  engine_clock_fn *clock;           /* monotonic ns (engine_now_ns) */
+  void *clock_opaque;
 
-  pthread_mutex_t lock;             /* protects everything below */
+  pthread_mutex_t lock;             /* engine_lock: guards what says so */
   pthread_cond_t inflight_done;     /* a discard in flight completed */
   pthread_cond_t wakeup;            /* the flusher has something to look at */
   pthread_cond_t flushed;           /* flush_completed moved, or stopping */
-  struct extmap *map;
-  struct clean_map clean;           /* invariant 9: discarded, not written */
-  struct inflight *inflight;
-  uint64_t epoch_ms;                /* monotonic ms at tick 0 */
-  uint64_t map_generation;          /* bumped by every insert */
-  bool forwarding_disabled;         /* backend answered EOPNOTSUPP */
-  bool paused;
-  bool stopping;
+  struct extmap *map PT_GUARDED_BY (engine_lock);
+  struct clean_map clean GUARDED_BY (engine_lock); /* invariant 9 */
+  struct inflight *inflight GUARDED_BY (engine_lock);
+  uint64_t epoch_ms GUARDED_BY (engine_lock);   /* clock ms at tick 0 */
+  bool forwarding_disabled GUARDED_BY (engine_lock); /* backend: EOPNOTSUPP */
+  bool paused GUARDED_BY (engine_lock);
+  bool stopping GUARDED_BY (engine_lock);
+  uint64_t backoff_ms GUARDED_BY (engine_lock); /* after a transient error */
+  uint64_t retry_at_ms GUARDED_BY (engine_lock);
+  uint64_t next_slot_ns GUARDED_BY (engine_lock); /* rate: earliest next */
+  /* Counters only; the rest is derived. */
+  struct engine_stats stats GUARDED_BY (engine_lock);
+  uint64_t flush_requested GUARDED_BY (engine_lock); /* flush tickets issued */
+  uint64_t flush_completed GUARDED_BY (engine_lock); /* ... and finished */
+  int flush_errno GUARDED_BY (engine_lock); /* why the last one stopped early */
+
+  /* The thread that starts and stops the engine (the service's) alone. */
   bool thread_running;
   pthread_t thread;
-  uint64_t backoff_ms;              /* after a transient discard error */
-  uint64_t retry_at_ms;
-  uint64_t next_slot_ns;            /* rate limit: earliest next discard */
-  struct engine_stats stats;        /* counters only; the rest is derived */
-  uint64_t flush_requested;         /* control-socket flush tickets issued */
-  uint64_t flush_completed;         /* ... and finished by the flusher */
-  int flush_errno;                  /* why the last one stopped early, or 0 */
+  bool stopped;                     /* engine_stop has run (it runs once) */
   bool state_saved;                 /* engine_stop wrote the state file */
 
-  /* budget=: what is measured, and what the flusher decided last. */
+  /* budget=: what is measured, and what the flusher decided last.  The
+   * meter's client histograms are atomics, written without the lock
+   * (pacing.h); the rest of it under the lock.
+   */
   struct pace_meter pace;
-  struct pace_decision pace_last;
-  const char *pace_mode;            /* for the statistics */
-  enum pace_mode pace_adapting;     /* the mode the next window adapts */
-  uint64_t pace_next_ns;            /* earliest next paced discard */
-  uint64_t forced_by_memory;        /* discards sent near max-extents */
+  struct pace_decision pace_last GUARDED_BY (engine_lock);
+  const char *pace_mode GUARDED_BY (engine_lock);  /* for the statistics */
+  enum pace_mode pace_adapting GUARDED_BY (engine_lock); /* next window's */
+  uint64_t pace_next_ns GUARDED_BY (engine_lock); /* earliest next paced */
+  uint64_t forced_by_memory GUARDED_BY (engine_lock); /* near max-extents */
 
   /* Discards being sent, and starts + ends of them: a client request
    * that saw either change ran beside one.  Updated without the lock.
@@ -74,68 +100,129 @@ struct engine {
   atomic_uint_fast64_t last_request_ms;
 };
 
-/* Monotonic clock in milliseconds and in nanoseconds. */
-extern uint64_t engine_now_ms (void);
-extern uint64_t engine_now_ns (void);
-
-/* Ticks for the extent map (ms since epoch), rebased before they wrap.
- * Call with the lock held.
+/* Take and give back the engine lock, and wait on one of its
+ * condition variables (which drops and retakes it).
  */
-extern uint32_t engine_ticks (struct engine *e);
+static inline void
+engine_lock_acquire (struct engine *e)
+  ACQUIRE (engine_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  pthread_mutex_lock (&e->lock);
+}
+
+static inline void
+engine_lock_release (struct engine *e)
+  RELEASE (engine_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  pthread_mutex_unlock (&e->lock);
+}
+
+static inline void
+engine_cond_wait_drops_lock (struct engine *e, pthread_cond_t *cond)
+  REQUIRES (engine_lock)
+{
+  pthread_cond_wait (cond, &e->lock);
+}
+
+static inline int
+engine_cond_timedwait_drops_lock (struct engine *e, pthread_cond_t *cond,
+                                  const struct timespec *abstime)
+  REQUIRES (engine_lock)
+{
+  return pthread_cond_timedwait (cond, &e->lock, abstime);
+}
+
+/* The keys fixed at open (all but delay, minlen, idle, rate and
+ * budget), readable without the lock: nothing writes them after open.
+ */
+static inline const struct engine_config *
+engine_keys (const struct engine *e) NO_THREAD_SAFETY_ANALYSIS
+{
+  return &e->cfg;
+}
+
+/* The engine's clock (CLOCK_MONOTONIC, or a test's), in nanoseconds
+ * and in milliseconds.
+ */
+static inline uint64_t
+engine_now_ns (const struct engine *e)
+{
+  return e->clock (e->clock_opaque);
+}
+
+static inline uint64_t
+engine_now_ms (const struct engine *e)
+{
+  return engine_now_ns (e) / 1000000;
+}
+
+/* Ticks for the extent map (ms since epoch), rebased before they wrap. */
+extern uint32_t engine_ticks_locked (struct engine *e) REQUIRES (engine_lock);
 
 /* Send [offset, offset+length), already removed from the map, to the
  * backend in chunks, registered as in flight.  Called and returns with
  * the lock held (drops it around the I/O).  On a transient error the
- * unsent part goes back to the map at time (keep_on_error) or is counted
- * as dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
+ * unsent part goes back to the map at time (keep_on_error; moved into
+ * the new epoch if the ticks were rebased meanwhile) or is counted as
+ * dropped; on EOPNOTSUPP forwarding stops.  Returns 0, or -1 with
  * errno (the errno the backend gave).
  */
-extern int engine_forward_locked (struct engine *e, uint64_t offset,
-                                  uint64_t length, uint32_t time, bool fua,
-                                  bool keep_on_error);
+extern int engine_forward_drops_lock (struct engine *e, uint64_t offset,
+                                      uint64_t length, uint32_t time,
+                                      bool fua, bool keep_on_error)
+  REQUIRES (engine_lock);
 
 /* Pick the next range to forward: the largest pending extent queued at
- * or before cutoff and at least minlen long, aligned inward and limited
- * to one chunk, removed from the map.  Lock held.  False if none.
+ * or before cutoff, at least minlen long and holding a whole granule,
+ * aligned inward and limited to one chunk, removed from the map.  Lock
+ * held.  False if none.
  */
 extern bool engine_pick_locked (struct engine *e, uint32_t cutoff,
                                 uint64_t minlen, uint64_t *offset,
-                                uint64_t *length, uint32_t *time);
+                                uint64_t *length, uint32_t *time)
+  REQUIRES (engine_lock);
 
-/* The same, limited to max_length (a multiple of the granularity). */
+/* The same, limited to max_length (a multiple of the granularity).
+ * Removing a range inside an extent may need a node: on ENOMEM nothing
+ * is picked.
+ */
 extern bool engine_pick_max_locked (struct engine *e, uint32_t cutoff,
                                     uint64_t minlen, uint64_t max_length,
                                     uint64_t *offset, uint64_t *length,
-                                    uint32_t *time);
+                                    uint32_t *time)
+  REQUIRES (engine_lock);
 
 /* Whether [offset, offset+length) overlaps a discard in flight. */
 extern bool engine_overlaps_inflight_locked (const struct engine *e,
                                              uint64_t offset,
-                                             uint64_t length);
-
-/* Sum the pending extents' aligned parts (what a flush can send now)
- * and the bytes of those too small to hold a granule.  Takes the lock
- * a batch at a time, so the totals are not a snapshot while requests
- * run: for statistics and progress only.
- */
-extern void engine_sum_pending (struct engine *e, uint64_t *forwardable,
-                                uint64_t *subgranule);
+                                             uint64_t length)
+  REQUIRES (engine_lock);
 
 /* Give up every pending extent (the backend cannot discard): counted. */
-extern void engine_drop_all_locked (struct engine *e);
+extern void engine_drop_all_locked (struct engine *e) REQUIRES (engine_lock);
 
 /* Keep max-extents: forward (or drop, by policy) the oldest extents. */
-extern void engine_enforce_bound_locked (struct engine *e);
-/* Wait on e->wakeup for at most ms (capped at a second), lock held:
- * anything that changes what the flusher should do signals it.
+extern void engine_enforce_bound_drops_lock (struct engine *e)
+  REQUIRES (engine_lock);
+/* Wait on e->wakeup for at most ms (capped at a second) of real time,
+ * lock held: anything that changes what the flusher should do signals
+ * it.
  */
-extern void engine_sleep_locked (struct engine *e, uint64_t ms);
+extern void engine_sleep_drops_lock (struct engine *e, uint64_t ms)
+  REQUIRES (engine_lock);
+
+/* One turn of the flusher (engine_flusher_step without the locking):
+ * the clock time of the next one.
+ */
+extern uint64_t engine_flusher_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock);
 
 /* Fill the pacing part of the statistics (flusher.c).  Lock held, and
  * the pending counts already in st.
  */
 extern void engine_pace_stats_locked (struct engine *e,
-                                      struct engine_stats *st);
+                                      struct engine_stats *st)
+  REQUIRES (engine_lock);
 
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);

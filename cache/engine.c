@@ -21,8 +21,8 @@
 #define TICKS_REBASE_AT (UINT32_C (1) << 31)
 #define TICKS_REBASE_BY (UINT32_C (1) << 30)
 
-uint64_t
-engine_now_ns (void)
+static uint64_t
+monotonic_ns (void *unused)
 {
   struct timespec ts;
 
@@ -30,16 +30,11 @@ engine_now_ns (void)
   return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
 }
 
-uint64_t
-engine_now_ms (void)
-{
-  return engine_now_ns () / 1000000;
-}
-
 uint32_t
-engine_ticks (struct engine *e)
+engine_ticks_locked (struct engine *e)
+  REQUIRES (engine_lock)
 {
-  uint64_t ticks = engine_now_ms () - e->epoch_ms;
+  uint64_t ticks = engine_now_ms (e) - e->epoch_ms;
 
   if (ticks >= TICKS_REBASE_AT) {
     e->epoch_ms += TICKS_REBASE_BY;
@@ -56,9 +51,10 @@ static int
 resolve_limits (struct engine *e)
 {
   const struct backend_limits *lim = &e->backend->limits;
+  const struct engine_config *cfg = engine_keys (e);
   uint64_t max_discard = lim->max_discard;
 
-  e->granularity = e->cfg.granularity ? e->cfg.granularity
+  e->granularity = cfg->granularity ? cfg->granularity
                                       : lim->discard_granularity;
   if (e->granularity < lim->discard_granularity) {
     dc_error ("granularity=%" PRIu64 ": must be at least the backend's "
@@ -67,16 +63,16 @@ resolve_limits (struct engine *e)
     errno = EINVAL;
     return -1;
   }
-  if (e->cfg.max_discard) {
-    if (e->cfg.max_discard > max_discard)
+  if (cfg->max_discard) {
+    if (cfg->max_discard > max_discard)
       dc_debug ("max-discard=%" PRIu64 " is above the backend's %" PRIu64
-                ": using the backend's", e->cfg.max_discard, max_discard);
+                ": using the backend's", cfg->max_discard, max_discard);
     else
-      max_discard = e->cfg.max_discard;
+      max_discard = cfg->max_discard;
   }
   if (max_discard < e->granularity) {
     /* Name the key the user set: either may be the backend's value. */
-    if (e->cfg.max_discard)
+    if (cfg->max_discard)
       dc_error ("max-discard=%" PRIu64 ": must be at least the granularity, "
                 "%" PRIu64 " bytes", max_discard, e->granularity);
     else
@@ -135,25 +131,35 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     goto err;
   }
   if (resolve_limits (e) == -1 ||
-      clean_init (&e->clean, e->cfg.passthrough ? 0 : e->cfg.max_clean_extents,
+      clean_init (&e->clean, engine_keys (e)->passthrough ? 0
+                             : engine_keys (e)->max_clean_extents,
                   e->granularity) == -1 ||
       init_sync (e) == -1)
     goto err;
+  e->clock = monotonic_ns;
+  /* Nobody else sees the engine yet; the lock is for the analysis. */
+  engine_lock_acquire (e);
+  /* The map keeps the statistics' granule totals, and which extents
+   * the flusher may forward, from now on.
+   */
+  extmap_set_granularity (e->map, e->granularity);
+  extmap_set_minlen (e->map, e->cfg.minlen);
   e->forwarding_disabled = !b->limits.can_discard;
-  e->epoch_ms = engine_now_ms ();
+  e->epoch_ms = engine_now_ms (e);
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
+  engine_lock_release (e);
   atomic_init (&e->discards_inflight, 0);
   atomic_init (&e->discard_events, 0);
-  pace_meter_init (&e->pace, engine_now_ns ());
+  pace_meter_init (&e->pace, engine_now_ns (e));
   /* Before the first request: invariant 4. */
-  if (e->cfg.state && engine_state_load (e) == -1)
+  if (engine_keys (e)->state && engine_state_load (e) == -1)
     goto err_sync;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
             b->identity.name, b->ops->kind, b->size, e->granularity,
             e->chunk_limit,
-            e->forwarding_disabled ? "unsupported" : "supported");
+            b->limits.can_discard ? "supported" : "unsupported");
   return e;
 
  err_sync:
@@ -190,20 +196,25 @@ engine_start (struct engine *e)
   return 0;
 }
 
+/* What the stop left pending, said once and truthfully: saved only
+ * when the state file was written with them in it.
+ */
 static void
 log_leftovers (struct engine *e)
 {
   struct engine_stats st;
 
   engine_get_stats (e, &st);
+  if (st.pending_extents == 0)
+    return;
   if (e->state_saved)
     dc_debug ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) "
               "were saved to %s", st.pending_extents, st.pending_bytes,
-              e->cfg.state);
+              engine_keys (e)->state);
   else if (st.pending_bytes > st.subgranule_bytes)
     dc_error ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) were "
               "not forwarded", st.pending_extents, st.pending_bytes);
-  else if (st.pending_extents)
+  else
     dc_debug ("at stop, %" PRIu64 " sub-granule fragments (%" PRIu64
               " bytes) stay unsent", st.pending_extents, st.pending_bytes);
 }
@@ -214,49 +225,59 @@ log_leftovers (struct engine *e)
  * give up on everything at the first error (invariant 2).
  */
 static void
-forward_all_locked (struct engine *e, uint64_t deadline)
+forward_all_drops_lock (struct engine *e, uint64_t deadline)
+  REQUIRES (engine_lock)
 {
   uint64_t now, offset, length;
   uint32_t time;
 
-  while (!e->forwarding_disabled && (now = engine_now_ms ()) < deadline) {
+  while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
     if (now < e->retry_at_ms) {
-      engine_sleep_locked (e, MIN (e->retry_at_ms, deadline) - now);
+      engine_sleep_drops_lock (e, MIN (e->retry_at_ms, deadline) - now);
       continue;
     }
     if (!engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
       break;
-    engine_forward_locked (e, offset, length, time, false, true);
+    engine_forward_drops_lock (e, offset, length, time, false, true);
   }
 }
 
+/* Runs once: a second call (engine_close after engine_stop) returns at
+ * once, so a failed save is neither retried nor its leftovers logged
+ * twice.
+ */
 void
 engine_stop (struct engine *e, uint64_t timeout_ms)
 {
-  uint64_t deadline = engine_now_ms () + timeout_ms;
+  uint64_t deadline = engine_now_ms (e) + timeout_ms;
 
-  pthread_mutex_lock (&e->lock);
+  if (e->stopped)
+    return;
+  engine_lock_acquire (e);
   e->stopping = true;
   pthread_cond_broadcast (&e->wakeup);
   pthread_cond_broadcast (&e->flushed);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   if (e->thread_running) {
     pthread_join (e->thread, NULL);
     e->thread_running = false;
   }
+  e->stopped = true;
 
   /* With a state file, what is pending waits for the next start; if it
-   * cannot be saved, it is forwarded as without one.
+   * cannot be saved (reported), it is forwarded as without one.
    */
-  if (e->cfg.state && !e->state_saved && !e->backend->limits.read_only)
+  if (engine_keys (e)->state && !e->backend->limits.read_only) {
     e->state_saved = engine_state_save (e) == 0;
-  if (e->state_saved) {
-    log_leftovers (e);
-    return;
+    if (!e->state_saved)
+      dc_error ("state=%s: not saved: forwarding what is pending instead",
+                engine_keys (e)->state);
   }
-  pthread_mutex_lock (&e->lock);
-  forward_all_locked (e, deadline);
-  pthread_mutex_unlock (&e->lock);
+  if (!e->state_saved) {
+    engine_lock_acquire (e);
+    forward_all_drops_lock (e, deadline);
+    engine_lock_release (e);
+  }
   log_leftovers (e);
 }
 
@@ -268,7 +289,7 @@ engine_close (struct engine *e)
   /* Not stopped yet (a front-end failed between open and start, say):
    * stop now, so that a state file is still written.
    */
-  if (e->thread_running || (e->cfg.state && !e->state_saved))
+  if (!e->stopped && (e->thread_running || engine_keys (e)->state))
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);
@@ -322,14 +343,14 @@ request_begin (struct engine *e, struct request *rq)
   if (rq) {
     rq->discard_inflight = atomic_load (&e->discards_inflight) > 0;
     rq->discard_events = atomic_load (&e->discard_events);
-    rq->start_ns = engine_now_ns ();
+    rq->start_ns = engine_now_ns (e);
   }
 }
 
 static void
 request_end (struct engine *e, const struct request *rq)
 {
-  uint64_t now_ns = engine_now_ns ();
+  uint64_t now_ns = engine_now_ns (e);
 
   /* In flight at either end, or one started or ended between: the two
    * counters are not read at one instant, so each end checks both.
@@ -370,6 +391,7 @@ check_range (const struct engine *e, uint64_t offset, uint64_t length,
 static void
 cancel_whole_extents_locked (struct engine *e, uint64_t offset,
                              uint64_t length, uint64_t *cancelled)
+  REQUIRES (engine_lock)
 {
   struct extent x;
 
@@ -396,7 +418,7 @@ static void
 cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
                 uint64_t *cancelled)
 {
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   for (;;) {
     uint64_t removed;
 
@@ -408,9 +430,9 @@ cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
     if (!engine_overlaps_inflight_locked (e, offset, length))
       break;
     e->stats.write_waits++;
-    pthread_cond_wait (&e->inflight_done, &e->lock);
+    engine_cond_wait_drops_lock (e, &e->inflight_done);
   }
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
 }
 
 /* Ranges of a read that must come back as zeros. */
@@ -466,12 +488,12 @@ collect_pending (const struct extent *x, void *opaque)
 static int
 collect_zero_ranges (struct engine *e, struct zero_list *z)
 {
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   if (extmap_count (e->map) > 0)
     extmap_iterate (e->map, z->start, collect_pending, z);
   for (const struct inflight *f = e->inflight; f != NULL; f = f->next)
     zero_list_add (z, f->offset, f->offset + f->length);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   if (z->nomem) {
     dc_error ("read: out of memory collecting pending discards");
     errno = ENOMEM;
@@ -539,9 +561,9 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
    * does, the zeroed granules are as clean as discarded ones.
    */
   if (r == 0 && may_trim && e->backend->limits.zero_unmaps) {
-    pthread_mutex_lock (&e->lock);
+    engine_lock_acquire (e);
     clean_discarded (&e->clean, offset, length);
-    pthread_mutex_unlock (&e->lock);
+    engine_lock_release (e);
   }
   request_end (e, &rq);
   return r;
@@ -552,7 +574,8 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
  * cannot be sent alone, so at the bound they are dropped and counted.
  */
 void
-engine_enforce_bound_locked (struct engine *e)
+engine_enforce_bound_drops_lock (struct engine *e)
+  REQUIRES (engine_lock)
 {
   struct extent x;
   uint64_t aoff, alen;
@@ -574,7 +597,7 @@ engine_enforce_bound_locked (struct engine *e)
       e->stats.dropped_fragment_bytes += x.length - alen;
     }
     if (alen)
-      engine_forward_locked (e, aoff, alen, x.time, false, false);
+      engine_forward_drops_lock (e, aoff, alen, x.time, false, false);
   }
 }
 
@@ -586,35 +609,36 @@ trim_now (struct engine *e, uint64_t offset, uint64_t length, bool fua)
 {
   int r;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   extmap_remove (e->map, offset, length, NULL);
-  r = engine_forward_locked (e, offset, length, engine_ticks (e), fua,
-                             !e->cfg.passthrough);
-  pthread_mutex_unlock (&e->lock);
+  r = engine_forward_drops_lock (e, offset, length, engine_ticks_locked (e),
+                                 fua, !engine_keys (e)->passthrough);
+  engine_lock_release (e);
   if (r == -1 && (errno == EOPNOTSUPP || errno == ENOTSUP))
     r = 0;
   /* A trim is a hint: only the passthrough baseline shows the backend's
    * error to the client, as a plain proxy would.
    */
-  return e->cfg.passthrough ? r : 0;
+  return engine_keys (e)->passthrough ? r : 0;
 }
 
 /* Queue [offset, offset+length) as pending.  May drop the lock (to
  * forward at the bound, or without memory to remember it).
  */
 static void
-record_range_locked (struct engine *e, uint64_t offset, uint64_t length)
+record_range_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
+  REQUIRES (engine_lock)
 {
   size_t before = extmap_count (e->map);
 
-  if (extmap_insert (e->map, offset, length, engine_ticks (e)) == -1) {
+  if (extmap_insert (e->map, offset, length, engine_ticks_locked (e)) == -1) {
     /* No memory to remember it: send it now rather than forget it. */
-    engine_forward_locked (e, offset, length, engine_ticks (e), false, false);
+    engine_forward_drops_lock (e, offset, length, engine_ticks_locked (e),
+                               false, false);
     return;
   }
   e->stats.merges += before + 1 - extmap_count (e->map);
-  e->map_generation++;
-  engine_enforce_bound_locked (e);
+  engine_enforce_bound_drops_lock (e);
 }
 
 /* Invariant 9: the parts of a TRIM that are known clean are counted,
@@ -622,7 +646,8 @@ record_range_locked (struct engine *e, uint64_t offset, uint64_t length)
  * the clean map is asked again after each piece.
  */
 static void
-record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
+record_trim_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
+  REQUIRES (engine_lock)
 {
   uint64_t pos = offset, end = offset + length, start, stop;
   bool recorded = false;
@@ -631,7 +656,7 @@ record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
     if (!clean_find (&e->clean, pos, end - pos, &start, &stop))
       start = stop = end;
     if (start > pos) {
-      record_range_locked (e, pos, start - pos);
+      record_range_drops_lock (e, pos, start - pos);
       recorded = true;
       pos = start;
       continue;
@@ -652,22 +677,22 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
   if (check_range (e, offset, length, true) == -1)
     return -1;
   request_begin (e, NULL);
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   e->stats.trims++;
   e->stats.trim_bytes += length;
   if (e->forwarding_disabled) {
     e->stats.dropped++;
     e->stats.dropped_bytes += length;
     e->stats.dropped_unsupported_bytes += length;
-    pthread_mutex_unlock (&e->lock);
+    engine_lock_release (e);
   }
-  else if (fua || e->cfg.passthrough) {
-    pthread_mutex_unlock (&e->lock);
+  else if (fua || engine_keys (e)->passthrough) {
+    engine_lock_release (e);
     r = trim_now (e, offset, length, fua);
   }
   else {
-    record_trim_locked (e, offset, length);
-    pthread_mutex_unlock (&e->lock);
+    record_trim_drops_lock (e, offset, length);
+    engine_lock_release (e);
   }
   request_end (e, NULL);
   return r;
@@ -683,10 +708,11 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   uint32_t time;
   int r = 0;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   while (!e->forwarding_disabled &&
          engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    if (engine_forward_locked (e, offset, length, time, false, true) == -1) {
+    if (engine_forward_drops_lock (e, offset, length, time, false,
+                                   true) == -1) {
       if (errno != EOPNOTSUPP && errno != ENOTSUP) {
         dc_error ("discard of [%" PRIu64 ", +%" PRIu64 ") failed: %m "
                   "(kept pending, retried later)", offset, length);
@@ -698,8 +724,8 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
     total += length;
   }
   while (r == 0 && e->inflight != NULL)
-    pthread_cond_wait (&e->inflight_done, &e->lock);
-  pthread_mutex_unlock (&e->lock);
+    engine_cond_wait_drops_lock (e, &e->inflight_done);
+  engine_lock_release (e);
   if (commands)
     *commands = n;
   if (bytes)
@@ -729,7 +755,7 @@ flush (struct engine *e, bool forward_first)
 int
 engine_flush (struct engine *e)
 {
-  return flush (e, e->cfg.flush_discards);
+  return flush (e, engine_keys (e)->flush_discards);
 }
 
 int
@@ -744,10 +770,10 @@ engine_discard_pending (struct engine *e, uint64_t offset, uint64_t length)
   struct extent x;
   bool r;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   r = extmap_find_overlap (e->map, offset, length, &x) ||
       engine_overlaps_inflight_locked (e, offset, length);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return r;
 }
 
@@ -772,27 +798,27 @@ engine_known_clean (struct engine *e, uint64_t offset, uint64_t length)
 {
   bool r;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   r = clean_covers (&e->clean, offset, length);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return r;
 }
 
 void
 engine_forget_clean (struct engine *e, uint64_t *extents, uint64_t *bytes)
 {
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   clean_forget_all (&e->clean, extents, bytes);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
 }
 
 void
 engine_pause (struct engine *e, bool paused)
 {
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   e->paused = paused;
   pthread_cond_broadcast (&e->wakeup);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
 }
 
 int
@@ -806,10 +832,15 @@ engine_set (struct engine *e, const char *key, const char *value)
     errno = EINVAL;
     return -1;
   }
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   r = engine_config_set (&e->cfg, key, value);
+  /* Which extents are forwardable: one walk of the map, under the lock
+   * (a rare command; the flusher's wake-up depends on it).
+   */
+  if (r == 0 && strcmp (key, "minlen") == 0)
+    extmap_set_minlen (e->map, e->cfg.minlen);
   pthread_cond_broadcast (&e->wakeup);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return r;
 }
 
@@ -834,54 +865,25 @@ engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
 {
   struct dump_batch d = { .out = out, .max = max };
 
-  pthread_mutex_lock (&e->lock);
-  *now_ticks = engine_ticks (e);
+  engine_lock_acquire (e);
+  *now_ticks = engine_ticks_locked (e);
   if (max > 0)
     extmap_iterate (e->map, from, dump_visit, &d);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return d.n;
 }
 
-/* Extents copied per lock hold when a total walks the map: the whole
- * map at a million extents holds the lock for milliseconds, and every
- * client request waits that long; a batch takes microseconds.
+/* O(1): the map keeps its totals as extents come and go, so polling
+ * the statistics never walks it.
  */
-#define SUM_BATCH 512
-
-void
-engine_sum_pending (struct engine *e, uint64_t *forwardable,
-                    uint64_t *subgranule)
-{
-  struct extent batch[SUM_BATCH];
-  uint64_t from = 0, aoff, alen;
-  uint32_t now_ticks;
-  size_t n;
-
-  *forwardable = *subgranule = 0;
-  while ((n = engine_dump_batch (e, from, batch, SUM_BATCH, &now_ticks)) > 0) {
-    for (size_t i = 0; i < n; i++) {
-      if (policy_aligned_part (batch[i].offset, batch[i].length,
-                               e->granularity, &aoff, &alen))
-        *forwardable += alen;
-      else
-        *subgranule += batch[i].length;
-    }
-    from = batch[n - 1].offset + batch[n - 1].length;
-  }
-}
-
 void
 engine_get_stats (struct engine *e, struct engine_stats *st)
 {
-  uint64_t forwardable, subgranule;
-
-  engine_sum_pending (e, &forwardable, &subgranule);
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   *st = e->stats;
   st->pending_extents = extmap_count (e->map);
   st->pending_bytes = extmap_bytes (e->map);
-  /* Summed before the snapshot: requests since may have cancelled some. */
-  st->subgranule_bytes = MIN (subgranule, st->pending_bytes);
+  st->subgranule_bytes = extmap_subgranule_bytes (e->map);
   st->memory_bytes = extmap_memory (e->map);
   st->discard_supported = !e->forwarding_disabled;
   st->paused = e->paused;
@@ -894,5 +896,19 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->clean_forgotten_bytes = e->clean.forgotten_bytes;
   st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
+}
+
+void
+engine_test_set_clock (struct engine *e, engine_clock_fn *fn, void *opaque)
+{
+  engine_lock_acquire (e);
+  e->clock = fn;
+  e->clock_opaque = opaque;
+  e->epoch_ms = engine_now_ms (e);
+  atomic_store (&e->last_request_ms, e->epoch_ms);
+  pace_meter_init (&e->pace, engine_now_ns (e));
+  e->next_slot_ns = e->pace_next_ns = 0;
+  e->retry_at_ms = 0;
+  engine_lock_release (e);
 }

@@ -50,7 +50,7 @@ struct engine_stats {
   uint64_t dropped_error_bytes;     /*   failed to forward at the bound */
   uint64_t pending_extents;
   uint64_t pending_bytes;
-  uint64_t subgranule_bytes;        /* pending extents smaller than a granule */
+  uint64_t subgranule_bytes;        /* pending extents holding no whole granule */
   uint64_t inflight;                /* discards being sent now */
   uint64_t inflight_bytes;
   uint64_t write_waits;             /* writes that waited for a discard in flight */
@@ -115,7 +115,8 @@ extern int engine_start (struct engine *e);
 
 /* Stop the flusher, then save what is pending to the state file
  * (state=FILE) or, without one or if saving fails, forward it (bounded
- * by timeout_ms); what is left is logged.  Safe to call twice.
+ * by timeout_ms); what is left is logged.  Runs once: a second call
+ * does nothing.
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 
@@ -235,10 +236,7 @@ extern void engine_pause (struct engine *e, bool paused);
 /* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
 extern int engine_set (struct engine *e, const char *key, const char *value);
 
-/* The statistics: the counters are one snapshot; subgranule_bytes is
- * summed just before it, a batch of extents per lock hold (so that
- * polling never holds the lock for the whole of a large map).
- */
+/* The statistics, one snapshot, in O(1): nothing walks the map. */
 extern void engine_get_stats (struct engine *e, struct engine_stats *st);
 
 #endif /* DISCARDCACHE_ENGINE_H */

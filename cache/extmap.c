@@ -4,10 +4,15 @@
  * Nodes.  Every node is one 512-byte slot.  A leaf holds up to 25
  * extents as three parallel arrays (offset[], length[], time[]): 20
  * bytes an extent, and a search touches only the offset[] lines.  An
- * inner node holds up to 18 children, and for each the first offset
- * under it (the search key), the longest extent under it and the oldest
- * time under it; the last two make "largest" and "oldest" a single
- * descent, and bound the search of extmap_largest_before.
+ * inner node holds up to 15 children, and for each the first offset
+ * under it (the search key), the longest extent under it, the oldest
+ * time under it, and the oldest time of a forwardable extent under it
+ * (one that holds a whole granule and is at least minlen long, for the
+ * granularity and minlen the map was given); these make "largest",
+ * "oldest" and "oldest forwardable" a single descent, and bound the
+ * searches of extmap_largest_before and extmap_largest_aligned_before.
+ * (The fourth column took the inner fan-out from 18 to 15: inner nodes
+ * are a twentieth of the nodes, so memory per extent barely moves.)
  *
  * Both kinds are "columns of elements" (a leaf element is an extent, an
  * inner element is a child entry), so moving, splitting and merging are
@@ -42,6 +47,7 @@
 
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -76,7 +82,7 @@
 #define SMALL_SLABS 4
 #else
 #define LEAF_CAP 25
-#define INNER_CAP 18
+#define INNER_CAP 15
 #define SMALL_SLAB_NODES 128    /* 64 KiB */
 #define BIG_SLAB_NODES 4096     /* 2 MiB, one transparent huge page */
 #define SMALL_SLABS 32          /* then big slabs, past 2 MiB of nodes */
@@ -91,7 +97,7 @@
 /* Largest number of elements gathered when siblings are rebalanced:
  * three full nodes and the element being inserted.
  */
-#define GATHER_MAX (3 * MAX (LEAF_CAP, INNER_CAP) + 1)
+#define GATHER_MAX (3 * (LEAF_CAP > INNER_CAP ? LEAF_CAP : INNER_CAP) + 1)
 
 struct node_hdr {
   uint32_t slab;                /* index of the slab holding this node */
@@ -112,6 +118,7 @@ struct inner {
   uint64_t maxlen[INNER_CAP];   /* longest extent under child i */
   uint32_t mintime[INNER_CAP];  /* oldest time under child i */
   union node *child[INNER_CAP];
+  uint32_t fwdtime[INNER_CAP];  /* oldest forwardable one, or NO_TIME */
 };
 
 union node {
@@ -126,9 +133,13 @@ _Static_assert (sizeof (union node) == 512, "a node is 512 bytes");
 
 /* Columns shared by both kinds of node, in the same order, so that a
  * node's summary (first offset, longest, oldest) is computed the same
- * way for a leaf and for an inner node.
+ * way for a leaf and for an inner node.  COL_FWDTIME is the inner
+ * nodes' alone: a leaf's is computed from its offsets and lengths.
  */
-enum { COL_START, COL_LEN, COL_TIME, COL_CHILD, MAX_COLS };
+enum { COL_START, COL_LEN, COL_TIME, COL_CHILD, COL_FWDTIME, MAX_COLS };
+
+/* In the fwdtime column: no forwardable extent under this child. */
+#define NO_TIME UINT32_MAX
 
 struct layout {
   unsigned cap;                 /* elements per node */
@@ -150,10 +161,11 @@ static const struct layout leaf_layout = {
 static const struct layout inner_layout = {
   .cap = INNER_CAP,
   .min = INNER_CAP / 2,
-  .ncols = 4,
+  .ncols = 5,
   .off = { offsetof (struct inner, key), offsetof (struct inner, maxlen),
-           offsetof (struct inner, mintime), offsetof (struct inner, child) },
-  .size = { 8, 8, 4, sizeof (union node *) },
+           offsetof (struct inner, mintime), offsetof (struct inner, child),
+           offsetof (struct inner, fwdtime) },
+  .size = { 8, 8, 4, sizeof (union node *), 4 },
 };
 
 /* One element of either kind, every column widened to 64 bits. */
@@ -199,6 +211,7 @@ struct extmap {
   uint64_t bytes;
   bool runs;                    /* a map of runs (extmap_new_runs) */
   uint64_t granularity;         /* 0: the granule totals are not kept */
+  uint64_t minlen;              /* forwardable: at least this long */
   uint64_t aligned;             /* sum of the aligned parts */
   uint64_t subgranule;          /* bytes of extents holding no granule */
   struct pool pool;
@@ -293,28 +306,93 @@ node_cut (const struct layout *lay, union node *n, unsigned j, unsigned cnt)
   n->h.n -= cnt;
 }
 
+/* The granule-aligned part of [s, s+len) is [*a, *b), empty when
+ * *b <= *a.  g is a power of two (extmap_set_granularity asserts it
+ * once: these run for every element a summary or a total looks at, so
+ * they use the mask, not round_up's assertion).  Ends are at most 2^63,
+ * so rounding up cannot wrap.
+ */
+static inline void
+aligned_part (uint64_t s, uint64_t len, uint64_t g, uint64_t *a, uint64_t *b)
+{
+  uint64_t mask = ~(g - 1);
+
+  *a = (s + g - 1) & mask;
+  *b = (s + len) & mask;
+}
+
+/* Whether [offset, offset+len) holds a whole granule of g (0: no
+ * granularity, nothing does).
+ */
+static inline bool
+holds_granule (uint64_t offset, uint64_t len, uint64_t g)
+{
+  uint64_t a, b;
+
+  if (g == 0)
+    return false;
+  aligned_part (offset, len, g, &a, &b);
+  return b > a;
+}
+
+static inline bool
+forwardable (const struct extmap *map, uint64_t offset, uint64_t len)
+{
+  return len >= map->minlen && holds_granule (offset, len, map->granularity);
+}
+
 /* What the parent records about a node: first offset, longest extent,
- * oldest time (COL_CHILD is left for the caller).
+ * oldest time, oldest time of a forwardable extent (COL_CHILD is left
+ * for the caller).
  */
 static struct elem
-summary (const struct layout *lay, const union node *n)
+summary (const struct extmap *map, const struct layout *lay,
+         const union node *n)
 {
   const uint64_t *start = (const uint64_t *) col (lay, n, COL_START);
   const uint64_t *len = (const uint64_t *) col (lay, n, COL_LEN);
   const uint32_t *time = (const uint32_t *) col (lay, n, COL_TIME);
-  struct elem s = { { start[0], len[0], time[0], 0 } };
+  struct elem s = { { start[0], len[0], time[0], 0, NO_TIME } };
 
   for (unsigned i = 1; i < n->h.n; i++) {
     s.v[COL_LEN] = MAX (s.v[COL_LEN], len[i]);
     s.v[COL_TIME] = MIN (s.v[COL_TIME], time[i]);
   }
+  if (lay == &inner_layout) {
+    for (unsigned i = 0; i < n->h.n; i++)
+      s.v[COL_FWDTIME] = MIN (s.v[COL_FWDTIME], (uint64_t) n->inner.fwdtime[i]);
+  }
+  else {
+    for (unsigned i = 0; i < n->h.n; i++)
+      if (time[i] < s.v[COL_FWDTIME] && forwardable (map, start[i], len[i]))
+        s.v[COL_FWDTIME] = time[i];
+  }
   return s;
 }
 
-static struct elem
-entry_of (const struct layout *lay, union node *n)
+/* Record summary s as child i's in inner node parent. */
+static void
+set_summary (struct inner *parent, unsigned i, const struct elem *s)
 {
-  struct elem e = summary (lay, n);
+  parent->key[i] = s->v[COL_START];
+  parent->maxlen[i] = s->v[COL_LEN];
+  parent->mintime[i] = s->v[COL_TIME];
+  parent->fwdtime[i] = s->v[COL_FWDTIME];
+}
+
+static bool
+same_summary (const struct inner *parent, unsigned i, const struct elem *s)
+{
+  return parent->key[i] == s->v[COL_START] &&
+    parent->maxlen[i] == s->v[COL_LEN] &&
+    parent->mintime[i] == s->v[COL_TIME] &&
+    parent->fwdtime[i] == s->v[COL_FWDTIME];
+}
+
+static struct elem
+entry_of (const struct extmap *map, const struct layout *lay, union node *n)
+{
+  struct elem e = summary (map, lay, n);
 
   e.v[COL_CHILD] = (uintptr_t) n;
   return e;
@@ -702,17 +780,13 @@ static void
 refresh (struct extmap *map, struct path *p, unsigned l)
 {
   for (; l + 1 < map->height; l++) {
-    struct elem s = summary (layout_at (l), p->node[l]);
+    struct elem s = summary (map, layout_at (l), p->node[l]);
     struct inner *parent = &p->node[l + 1]->inner;
     unsigned i = p->idx[l + 1];
 
-    if (parent->key[i] == s.v[COL_START] &&
-        parent->maxlen[i] == s.v[COL_LEN] &&
-        parent->mintime[i] == s.v[COL_TIME])
+    if (same_summary (parent, i, &s))
       return;
-    parent->key[i] = s.v[COL_START];
-    parent->maxlen[i] = s.v[COL_LEN];
-    parent->mintime[i] = s.v[COL_TIME];
+    set_summary (parent, i, &s);
   }
 }
 
@@ -724,7 +798,7 @@ grow_root (struct extmap *map, struct path *p)
 {
   unsigned h = map->height;
   union node *r = node_alloc (&map->pool);
-  struct elem e = entry_of (layout_at (h - 1), map->root);
+  struct elem e = entry_of (map, layout_at (h - 1), map->root);
 
   elem_store (&inner_layout, r, 0, &e);
   r->h.n = 1;
@@ -794,7 +868,8 @@ scatter (const struct layout *lay, const struct gather *g, unsigned from,
  * gather buffer is not on the stack while the caller recurses upwards.
  */
 static void __attribute__ ((noinline))
-spread (const struct layout *lay, union node *parent, unsigned lo,
+spread (const struct extmap *map, const struct layout *lay,
+        union node *parent, unsigned lo,
         unsigned w, union node **nodes, unsigned nout,
         const struct pending *pend)
 {
@@ -818,11 +893,9 @@ spread (const struct layout *lay, union node *parent, unsigned lo,
     scatter (lay, &g, from, nodes[i], cnt);
     from += cnt;
     if (i < w) {
-      struct elem s = summary (lay, nodes[i]);
+      struct elem s = summary (map, lay, nodes[i]);
 
-      parent->inner.key[lo + i] = s.v[COL_START];
-      parent->inner.maxlen[lo + i] = s.v[COL_LEN];
-      parent->inner.mintime[lo + i] = s.v[COL_TIME];
+      set_summary (&parent->inner, lo + i, &s);
     }
   }
 }
@@ -845,7 +918,7 @@ rebalance (struct extmap *map, struct path *p, unsigned l, unsigned lo,
   if (nout > w)
     nodes[w] = node_alloc (&map->pool);
 
-  spread (lay, parent, lo, w, nodes, nout, pend);
+  spread (map, lay, parent, lo, w, nodes, nout, pend);
 
   if (nout < w) {
     node_free (&map->pool, nodes[w - 1]);
@@ -853,7 +926,7 @@ rebalance (struct extmap *map, struct path *p, unsigned l, unsigned lo,
     underflow (map, p, l + 1);
   }
   else if (nout > w) {
-    struct elem e = entry_of (lay, nodes[w]);
+    struct elem e = entry_of (map, lay, nodes[w]);
 
     node_insert (map, p, l + 1, hi + 1, &e);
   }
@@ -887,7 +960,7 @@ spill (struct extmap *map, struct path *p, unsigned l, unsigned pos,
 
   elem_store (lay, n, 0, e);
   n->h.n = 1;
-  entry = entry_of (lay, n);
+  entry = entry_of (map, lay, n);
   refresh (map, p, l);          /* the caller may have changed node[l] */
   node_insert (map, p, l + 1, pos, &entry);
 }
@@ -996,8 +1069,7 @@ account (struct extmap *map, uint64_t s, uint64_t len, bool add)
 
   if (g == 0)
     return;
-  a = round_up (s, g);
-  b = round_down (s + len, g);
+  aligned_part (s, len, g, &a, &b);
   if (b > a) {
     total = &map->aligned;
     amount = b - a;
@@ -1500,7 +1572,7 @@ pick (const struct extmap *map, unsigned c, struct extent *out)
 
   if (n == NULL)
     return false;
-  target = summary (layout_at (map->height - 1), n).v[c];
+  target = summary (map, layout_at (map->height - 1), n).v[c];
   for (unsigned l = map->height - 1;; l--) {
     const struct layout *lay = layout_at (l);
     const unsigned char *base = col (lay, n, c);
@@ -1526,6 +1598,32 @@ bool
 extmap_oldest (const struct extmap *map, struct extent *out)
 {
   return pick (map, COL_TIME, out);
+}
+
+bool
+extmap_oldest_forwardable (const struct extmap *map, struct extent *out)
+{
+  const union node *n = map->root;
+  uint32_t target;
+
+  if (n == NULL)
+    return false;
+  target = summary (map, layout_at (map->height - 1), n).v[COL_FWDTIME];
+  if (target == NO_TIME)
+    return false;
+  for (unsigned l = map->height - 1; l > 0; l--) {
+    unsigned i = 0;
+
+    while (n->inner.fwdtime[i] != target)
+      i++;
+    n = n->inner.child[i];
+  }
+  for (unsigned j = 0;; j++)
+    if (n->leaf.time[j] == target &&
+        forwardable (map, n->leaf.offset[j], n->leaf.length[j])) {
+      leaf_extent (n, j, out);
+      return true;
+    }
 }
 
 struct best {
@@ -1604,6 +1702,85 @@ extmap_largest_before (const struct extmap *map, uint32_t cutoff,
   return true;
 }
 
+/* The search of extmap_largest_aligned_before: as best_before, with
+ * the predicate narrowed to extents that hold a whole granule and are
+ * at least minlen long, and children skipped by what their columns
+ * rule out.
+ */
+struct aligned_best {
+  struct best b;
+  uint64_t minlen;              /* the caller's */
+  uint64_t shortest;            /* no shorter extent can qualify */
+  bool by_fwdtime;              /* qualifying implies forwardable */
+};
+
+static inline bool
+aligned_promising (const union node *n, unsigned i,
+                   const struct aligned_best *a)
+{
+  return n->inner.maxlen[i] >= a->shortest &&
+    (!a->by_fwdtime || n->inner.fwdtime[i] <= a->b.cutoff) &&
+    promising (n, i, &a->b);
+}
+
+static void
+aligned_best_before (const struct extmap *map, const union node *n,
+                     unsigned l, struct aligned_best *a)
+{
+  struct best *b = &a->b;
+  unsigned first = n->h.n;
+  uint64_t top = 0;
+
+  if (l == 0) {
+    for (unsigned j = 0; j < n->h.n; j++) {
+      uint64_t len = n->leaf.length[j], off = n->leaf.offset[j];
+
+      if (n->leaf.time[j] <= b->cutoff && len >= a->minlen &&
+          (len > b->length || (len == b->length && off < b->offset)) &&
+          holds_granule (off, len, map->granularity)) {
+        b->length = len;
+        b->offset = off;
+        b->leaf = n;
+        b->j = j;
+      }
+    }
+    return;
+  }
+  for (unsigned i = 0; i < n->h.n; i++) {
+    if (aligned_promising (n, i, a) && n->inner.maxlen[i] > top) {
+      top = n->inner.maxlen[i];
+      first = i;
+    }
+  }
+  if (first == n->h.n)
+    return;
+  aligned_best_before (map, n->inner.child[first], l - 1, a);
+  for (unsigned i = 0; i < n->h.n; i++) {
+    if (i != first && aligned_promising (n, i, a))
+      aligned_best_before (map, n->inner.child[i], l - 1, a);
+  }
+}
+
+bool
+extmap_largest_aligned_before (const struct extmap *map, uint32_t cutoff,
+                               uint64_t minlen, struct extent *out)
+{
+  struct aligned_best a = {
+    .b = { .cutoff = cutoff },
+    .minlen = minlen,
+    .shortest = MAX (MAX (minlen, map->granularity), UINT64_C (1)),
+    .by_fwdtime = minlen >= map->minlen,
+  };
+
+  if (map->root == NULL || map->granularity == 0)
+    return false;
+  aligned_best_before (map, map->root, map->height - 1, &a);
+  if (a.b.length == 0)
+    return false;
+  leaf_extent (a.b.leaf, a.b.j, out);
+  return true;
+}
+
 size_t
 extmap_count (const struct extmap *map)
 {
@@ -1623,13 +1800,41 @@ account_visit (const struct extent *x, void *opaque)
   return 0;
 }
 
+/* Recompute every inner node's columns below n (level l), for a new
+ * granularity or minlen.  O(nodes).
+ */
+static void
+resummarize (const struct extmap *map, union node *n, unsigned l)
+{
+  if (l == 0)
+    return;
+  for (unsigned i = 0; i < n->h.n; i++) {
+    struct elem s;
+
+    resummarize (map, n->inner.child[i], l - 1);
+    s = summary (map, layout_at (l - 1), n->inner.child[i]);
+    set_summary (&n->inner, i, &s);
+  }
+}
+
 void
 extmap_set_granularity (struct extmap *map, uint64_t g)
 {
+  assert (g == 0 || is_power_of_2 (g));
   map->granularity = g;
   map->aligned = map->subgranule = 0;
   if (g)
     extmap_iterate (map, 0, account_visit, map);
+  if (map->root)
+    resummarize (map, map->root, map->height - 1);
+}
+
+void
+extmap_set_minlen (struct extmap *map, uint64_t minlen)
+{
+  map->minlen = minlen;
+  if (map->root)
+    resummarize (map, map->root, map->height - 1);
 }
 
 uint64_t
@@ -1654,18 +1859,26 @@ extmap_memory (const struct extmap *map)
 }
 
 /* Saturating subtraction is monotonic, so the oldest time under each
- * child stays the oldest once every time is shifted the same way.
+ * child stays the oldest once every time is shifted the same way.  The
+ * oldest forwardable time is taken from the child again instead: an
+ * extent at UINT32_MAX (NO_TIME, "none" in that column) becomes
+ * visible once shifted.
  */
 static void
-rebase (union node *n, unsigned l, uint32_t delta)
+rebase (const struct extmap *map, union node *n, unsigned l, uint32_t delta)
 {
   const struct layout *lay = layout_at (l);
   uint32_t *time = (uint32_t *) col (lay, n, COL_TIME);
 
   for (unsigned i = 0; i < n->h.n; i++) {
     time[i] = time[i] > delta ? time[i] - delta : 0;
-    if (l > 0)
-      rebase (n->inner.child[i], l - 1, delta);
+    if (l > 0) {
+      union node *child = n->inner.child[i];
+
+      rebase (map, child, l - 1, delta);
+      n->inner.fwdtime[i] =
+        summary (map, layout_at (l - 1), child).v[COL_FWDTIME];
+    }
   }
 }
 
@@ -1673,7 +1886,7 @@ void
 extmap_rebase_time (struct extmap *map, uint32_t delta)
 {
   if (map->root != NULL)
-    rebase (map->root, map->height - 1, delta);
+    rebase (map, map->root, map->height - 1, delta);
 }
 
 /* ---- self-check ---- */
@@ -1741,7 +1954,7 @@ check_node (const struct extmap *map, const union node *n, unsigned l,
     return "inner root with a single child";
   for (unsigned i = 0; i < n->h.n; i++) {
     const union node *child = n->inner.child[i];
-    struct elem s = summary (layout_at (l - 1), child);
+    struct elem s = summary (map, layout_at (l - 1), child);
 
     if (n->inner.key[i] != s.v[COL_START])
       return "key is not the child's first offset";
@@ -1749,6 +1962,8 @@ check_node (const struct extmap *map, const union node *n, unsigned l,
       return "maxlen is not the child's longest extent";
     if (n->inner.mintime[i] != s.v[COL_TIME])
       return "mintime is not the child's oldest time";
+    if (n->inner.fwdtime[i] != s.v[COL_FWDTIME])
+      return "fwdtime is not the child's oldest forwardable time";
     err = check_node (map, child, l - 1, false, c);
     if (err)
       return err;

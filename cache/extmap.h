@@ -112,6 +112,36 @@ extern bool extmap_largest_before (const struct extmap *map, uint32_t cutoff,
 extern bool extmap_oldest (const struct extmap *map, struct extent *out)
   __attribute__ ((nonnull (1, 2)));
 
+/* Forwardable extents: those holding a whole granule of the map's
+ * granularity (extmap_set_granularity; with none, no extent is) and at
+ * least minlen long (extmap_set_minlen, 0 at first).  The inner nodes
+ * keep each child's oldest forwardable time, so the flusher learns in
+ * O(height) when the next one comes of age.
+ */
+extern void extmap_set_minlen (struct extmap *map, uint64_t minlen)
+  __attribute__ ((nonnull (1)));
+
+/* The forwardable extent with the smallest time (ties: lowest offset).
+ * UINT32_MAX marks "none" in the inner nodes: an extent queued at time
+ * UINT32_MAX is not found by this query (the engine's ticks never come
+ * near it).  O(height).
+ */
+extern bool extmap_oldest_forwardable (const struct extmap *map,
+                                       struct extent *out)
+  __attribute__ ((nonnull (1, 2)));
+
+/* The longest extent (ties: lowest offset) whose time is at most
+ * cutoff, at least minlen long (this call's, not the map's) and holding
+ * a whole granule: what the flusher forwards next.  Branch and bound as
+ * extmap_largest_before, also skipping subtrees whose longest extent is
+ * shorter than a granule or than minlen, and, when minlen is at least
+ * the map's, those whose oldest forwardable extent is after cutoff.
+ */
+extern bool extmap_largest_aligned_before (const struct extmap *map,
+                                           uint32_t cutoff, uint64_t minlen,
+                                           struct extent *out)
+  __attribute__ ((nonnull (1, 4)));
+
 /* Number of extents, and total bytes they cover. */
 extern size_t extmap_count (const struct extmap *map)
   __attribute__ ((nonnull (1)));
@@ -123,7 +153,7 @@ extern uint64_t extmap_bytes (const struct extmap *map)
  * granule-aligned part (rounded inward), extmap_subgranule_bytes the
  * sum of the lengths of those that hold no whole granule.  Both are
  * kept up to date by every change, so reading them costs nothing;
- * setting g walks the map once.
+ * setting g walks the map once (as does extmap_set_minlen).
  */
 extern void extmap_set_granularity (struct extmap *map, uint64_t g)
   __attribute__ ((nonnull (1)));

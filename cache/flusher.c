@@ -4,11 +4,24 @@
  * second, and backs off after a failure.  With budget= it paces instead
  * (pacing.h): batch size and spacing come from the measured cost of
  * discards to client requests, clients busy or not, and near
- * max-extents it forwards regardless.  Every wait is a timed wait on
- * e->wakeup, which trims, pause/resume, set, flush requests and stop
- * signal.  A flush asked for on the control socket puts it in forced
- * mode: everything forwardable goes, ignoring delay, minlen, idle, rate,
- * pause and backoff, and the askers are told on e->flushed.
+ * max-extents it forwards regardless.  A flush asked for on the control
+ * socket puts it in forced mode: everything forwardable goes, ignoring
+ * delay, minlen, idle, rate, pause and backoff, and the askers are told
+ * on e->flushed.
+ *
+ * Liveness (invariant 8, docs/design-notes.md).  Each turn either
+ * forwards one range or returns the moment its answer can next change
+ * without new input: the oldest forwardable extent reaching delay
+ * (extmap_oldest_forwardable), the idle gap ending, the rate slot or
+ * the pacing gap opening, a backoff expiring.  The thread sleeps until
+ * then, or until signalled on e->wakeup (trims, pause/resume, set,
+ * flush requests, stop); no turn waits for the map to change while an
+ * extent can still come of age.  Extents that can never be forwarded
+ * (shorter than minlen, or holding no whole granule) are not in the
+ * map's forwardable column: they neither wake the flusher nor hide one
+ * that comes of age later.  Only a wait with nothing to come without
+ * input is open-ended (ENGINE_FLUSHER_IDLE), and even that one is cut
+ * at a second.
  */
 #include <config.h>
 
@@ -23,16 +36,22 @@
 #include "policy.h"
 
 /* Upper bound on any one sleep, so a missed signal costs at most this. */
-#define MAX_SLEEP_MS 1000
-/* While requests are in progress, look again this often. */
-#define BUSY_POLL_MS 20
+#define MAX_SLEEP_MS UINT64_C (1000)
+/* While requests are in progress, look again this often (a request's
+ * end signals nobody: that would cost every request a syscall).
+ */
+#define BUSY_POLL_MS UINT64_C (20)
+/* An eligible extent could not be split for want of memory: retry. */
+#define NOMEM_RETRY_MS UINT64_C (1000)
 
 /* Near max-extents (this share of it) a paced flusher forwards at once. */
 #define MEMORY_HIGH_WATER(max) ((max) - (max) / 8)
 
-/* Wait on cond for at most ns (the engine's conds use CLOCK_MONOTONIC). */
-static int
-timedwait_ns (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
+#define MS(ms) ((ms) * UINT64_C (1000000))
+
+/* The CLOCK_MONOTONIC time ns from now (the engine's conds use it). */
+static struct timespec
+deadline_after_ns (uint64_t ns)
 {
   struct timespec ts;
 
@@ -40,88 +59,115 @@ timedwait_ns (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ns)
   ns += (uint64_t) ts.tv_nsec;
   ts.tv_sec += ns / 1000000000;
   ts.tv_nsec = ns % 1000000000;
-  return pthread_cond_timedwait (cond, lock, &ts);
+  return ts;
 }
 
-static int
-timedwait_ms (pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t ms)
+/* Wait on e->wakeup for at most ns of real time. */
+static void
+sleep_ns_drops_lock (struct engine *e, uint64_t ns)
+  REQUIRES (engine_lock)
 {
-  return timedwait_ns (cond, lock, ms * 1000000);
+  struct timespec ts = deadline_after_ns (MIN (ns, MS (MAX_SLEEP_MS)));
+
+  engine_cond_timedwait_drops_lock (e, &e->wakeup, &ts);
 }
 
 void
-engine_sleep_locked (struct engine *e, uint64_t ms)
+engine_sleep_drops_lock (struct engine *e, uint64_t ms)
+  REQUIRES (engine_lock)
 {
-  timedwait_ms (&e->wakeup, &e->lock, MIN (ms, MAX_SLEEP_MS));
+  sleep_ns_drops_lock (e, MS (ms));
 }
 
 static bool
-flush_wanted (const struct engine *e)
+flush_wanted_locked (const struct engine *e)
+  REQUIRES (engine_lock)
 {
   return e->flush_requested != e->flush_completed;
 }
 
-/* How long until clients count as idle (0: idle now). */
+/* When clients count as idle after quiet_ms without a request: now if
+ * they do; while a request is in progress, a poll later.
+ */
 static uint64_t
-ms_until_idle (struct engine *e, uint64_t now)
+quiet_at_ns (struct engine *e, uint64_t now_ns, uint64_t quiet_ms)
 {
-  uint64_t last = atomic_load (&e->last_request_ms);
-
-  if (e->cfg.idle_ms == 0)
-    return 0;
+  if (quiet_ms == 0)
+    return now_ns;
   if (atomic_load (&e->active_requests) > 0)
-    return BUSY_POLL_MS;
-  if (now >= last + e->cfg.idle_ms)
-    return 0;
-  return last + e->cfg.idle_ms - now;
+    return now_ns + MS (BUSY_POLL_MS);
+  return MAX (now_ns, MS (atomic_load (&e->last_request_ms) + quiet_ms));
 }
 
-/* How long until the rate limit lets the next discard go (0: now). */
+/* When the rate limit lets the next discard go. */
 static uint64_t
-ms_until_slot (struct engine *e)
+slot_at_ns_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
-  uint64_t now_ns;
-
-  if (e->cfg.rate == 0)
-    return 0;
-  now_ns = engine_now_ns ();
-  if (now_ns >= e->next_slot_ns)
-    return 0;
-  return (e->next_slot_ns - now_ns + 999999) / 1000000;
+  return e->cfg.rate ? MAX (now_ns, e->next_slot_ns) : now_ns;
 }
 
 static void
-take_slot (struct engine *e)
+take_slot_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
-  uint64_t now_ns = engine_now_ns ();
-
   if (e->cfg.rate)
     e->next_slot_ns = MAX (e->next_slot_ns, now_ns) + 1000000000 / e->cfg.rate;
 }
 
-/* Nothing was picked: sleep until the oldest extent comes of age, or,
- * when only unforwardable fragments are eligible, until the map changes.
+/* When the first forwardable extent (holding a whole granule, at least
+ * minlen long) has waited delay_ms: at most now if one has, or
+ * ENGINE_FLUSHER_IDLE if there is none (only new input can make one).
+ * O(height): the map keeps every subtree's oldest forwardable time.
  */
-static void
-wait_for_eligible (struct engine *e, uint32_t cutoff)
+static uint64_t
+eligible_at_ns_locked (struct engine *e, uint64_t delay_ms)
+  REQUIRES (engine_lock)
 {
-  struct extent oldest;
-  uint64_t generation = e->map_generation;
+  struct extent x;
 
-  if (extmap_oldest (e->map, &oldest) && oldest.time > cutoff) {
-    engine_sleep_locked (e, oldest.time - cutoff);
-    return;
+  if (!extmap_oldest_forwardable (e->map, &x))
+    return ENGINE_FLUSHER_IDLE;
+  return MS (e->epoch_ms + x.time + delay_ms);
+}
+
+/* Forward the largest range older than delay_ms (at least minlen, at
+ * most max_len).  Returns the time of the next turn: now if it sent one
+ * (or tried: a backoff then decides the next), else when the next one
+ * comes of age.  With delay_ms and minlen 0 (memory mode) nothing
+ * picked means nothing holds a whole granule: only input can change
+ * that.  An extent eligible but not picked (its split found no memory)
+ * is retried later rather than at once, so the thread cannot spin.
+ */
+static uint64_t
+forward_eligible_drops_lock (struct engine *e, uint64_t now_ns,
+                             uint64_t delay_ms, uint64_t minlen,
+                             uint64_t max_len, bool rate)
+  REQUIRES (engine_lock)
+{
+  uint64_t offset, length, at;
+  uint32_t ticks = engine_ticks_locked (e), time;
+
+  if (ticks >= delay_ms &&
+      engine_pick_max_locked (e, ticks - (uint32_t) delay_ms, minlen,
+                              max_len, &offset, &length, &time)) {
+    if (rate)
+      take_slot_locked (e, now_ns);
+    engine_forward_drops_lock (e, offset, length, time, false, true);
+    return now_ns;
   }
-  while (!e->stopping && generation == e->map_generation && !e->paused &&
-         !flush_wanted (e))
-    engine_sleep_locked (e, MAX_SLEEP_MS);
+  if (delay_ms == 0 && minlen == 0)
+    return ENGINE_FLUSHER_IDLE;
+  at = eligible_at_ns_locked (e, delay_ms);
+  return at > now_ns ? at : now_ns + MS (NOMEM_RETRY_MS);
 }
 
 /* Forced mode: forward one range, or, when nothing forwardable is left
  * (or forwarding failed), complete every flush asked for so far.
  */
 static void
-forced_turn (struct engine *e)
+forced_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock)
 {
   uint64_t target = e->flush_requested;
   uint64_t offset, length;
@@ -131,7 +177,7 @@ forced_turn (struct engine *e)
   if (e->forwarding_disabled)
     err = EOPNOTSUPP;
   else if (engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    if (engine_forward_locked (e, offset, length, time, false, true) == 0)
+    if (engine_forward_drops_lock (e, offset, length, time, false, true) == 0)
       return;
     err = errno == ENOTSUP ? EOPNOTSUPP : errno;
   }
@@ -140,127 +186,108 @@ forced_turn (struct engine *e)
   pthread_cond_broadcast (&e->flushed);
 }
 
-/* Forward the largest range older than delay_ms (at least minlen,
- * at most max_len), or wait for one.  rate: take a rate= slot before
- * sending.  Returns whether it sent one.
- */
-static bool
-forward_eligible (struct engine *e, uint64_t delay_ms, uint64_t minlen,
-                  uint64_t max_len, bool rate)
-{
-  uint64_t offset, length;
-  uint32_t ticks, cutoff, time;
-
-  ticks = engine_ticks (e);
-  if (ticks < delay_ms) {
-    engine_sleep_locked (e, delay_ms - ticks);
-    return false;
-  }
-  cutoff = ticks - (uint32_t) delay_ms;
-  if (!engine_pick_max_locked (e, cutoff, minlen, max_len, &offset, &length,
-                               &time)) {
-    wait_for_eligible (e, cutoff);
-    return false;
-  }
-  if (rate)
-    take_slot (e);
-  engine_forward_locked (e, offset, length, time, false, true);
-  return true;
-}
-
 static const char *const mode_names[] = {
   [PACE_PROBE] = "probe", [PACE_FITS] = "fits", [PACE_RARE] = "rare",
 };
 
-/* No client request now nor for the idle time (at least BUSY_POLL_MS,
- * so idle=0 does not turn pacing off): nobody to stall.
+/* Clients quiet for the idle time, and at least BUSY_POLL_MS so that
+ * idle=0 does not turn pacing off: nobody to stall, the gap is moot.
  */
-static bool
-clients_quiet (struct engine *e, uint64_t now)
+static uint64_t
+pace_quiet_at_ns_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
-  uint64_t quiet = MAX (e->cfg.idle_ms, BUSY_POLL_MS);
-
-  return atomic_load (&e->active_requests) == 0 &&
-    now >= atomic_load (&e->last_request_ms) + quiet;
+  return quiet_at_ns (e, now_ns, MAX (e->cfg.idle_ms, BUSY_POLL_MS));
 }
 
-/* budget=: the memory bound first, then the spacing the last decision
- * asked for, then one discard of the size the model gives, and the
- * spacing for the next.
+/* budget=: the memory bound first, then whether anything is eligible,
+ * then the spacing the last decision asked for (moot once clients are
+ * quiet), then one discard of the size the model gives, and the spacing
+ * for the next.
  */
-static void
-paced_turn (struct engine *e, uint64_t now)
+static uint64_t
+paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
 {
   struct pace_inputs in = {
     .budget_us = e->cfg.budget_ms * 1000, .granularity = e->granularity,
     .chunk_limit = e->chunk_limit,
   };
-  uint64_t now_ns = engine_now_ns ();
   struct pace_decision *d = &e->pace_last;
+  uint64_t at;
 
   if (extmap_count (e->map) >= MEMORY_HIGH_WATER (e->cfg.max_extents)) {
     e->pace_mode = "memory";
     e->pace_adapting = PACE_PROBE;
-    if (forward_eligible (e, 0, 0, e->chunk_limit, false))
+    at = forward_eligible_drops_lock (e, now_ns, 0, 0, e->chunk_limit, false);
+    if (at <= now_ns)
       e->forced_by_memory++;
-    return;
+    return at;
   }
-  if (now_ns < e->pace_next_ns && !clients_quiet (e, now)) {
-    timedwait_ns (&e->wakeup, &e->lock,
-                  MIN (e->pace_next_ns - now_ns, MAX_SLEEP_MS * UINT64_C (1000000)));
-    return;
-  }
+  if ((at = eligible_at_ns_locked (e, e->cfg.delay_ms)) > now_ns)
+    return at;
+  if (now_ns < e->pace_next_ns &&
+      (at = pace_quiet_at_ns_locked (e, now_ns)) > now_ns)
+    return MIN (e->pace_next_ns, at);
   pace_meter_inputs (&e->pace, &in);
   pace_decide (&in, d);
-  if (!forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, d->max_len,
-                         false))
-    return;
+  at = forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
+                                    e->cfg.minlen, d->max_len, false);
+  if (at > now_ns)
+    return at;
   /* What the next window measures adapts this mode's spacing, unless
    * nobody was there to measure.
    */
+  now_ns = engine_now_ns (e);
   e->pace_adapting = d->mode;
   e->pace_mode = mode_names[d->mode];
-  if (clients_quiet (e, engine_now_ms ())) {
+  if (pace_quiet_at_ns_locked (e, now_ns) <= now_ns) {
     e->pace_adapting = PACE_PROBE;
     e->pace_mode = "idle";
   }
-  e->pace_next_ns = engine_now_ns () + d->gap_us * 1000;
+  e->pace_next_ns = now_ns + d->gap_us * 1000;
+  return now_ns;
 }
 
-/* One turn of the loop: wait for whatever holds forwarding back, or
- * forward one range.
- */
-static void
-flusher_turn (struct engine *e)
+uint64_t
+engine_flusher_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock)
 {
-  uint64_t now = engine_now_ms ();
-  uint64_t wait;
+  uint64_t now_ns = engine_now_ns (e), at;
 
   /* Measuring goes on without budget= too, for the statistics. */
-  pace_meter_rotate (&e->pace, engine_now_ns (), e->cfg.budget_ms * 1000,
+  pace_meter_rotate (&e->pace, now_ns, e->cfg.budget_ms * 1000,
                      e->cfg.budget_ms ? e->pace_adapting : PACE_PROBE);
-  if (flush_wanted (e)) {
-    forced_turn (e);
-    return;
+  if (flush_wanted_locked (e)) {
+    forced_turn_drops_lock (e);
+    return now_ns;
   }
-  if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0) {
-    engine_sleep_locked (e, MAX_SLEEP_MS);
-    return;
-  }
-  if (now < e->retry_at_ms) {
-    engine_sleep_locked (e, e->retry_at_ms - now);
-    return;
-  }
-  if (e->cfg.budget_ms) {
-    paced_turn (e, now);
-    return;
-  }
+  if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0)
+    return ENGINE_FLUSHER_IDLE;
+  if (now_ns < MS (e->retry_at_ms))
+    return MS (e->retry_at_ms);
+  if (e->cfg.budget_ms)
+    return paced_turn_drops_lock (e, now_ns);
   e->pace_mode = NULL;
-  if ((wait = ms_until_idle (e, now)) > 0 || (wait = ms_until_slot (e)) > 0) {
-    engine_sleep_locked (e, wait);
-    return;
-  }
-  forward_eligible (e, e->cfg.delay_ms, e->cfg.minlen, e->chunk_limit, true);
+  if ((at = eligible_at_ns_locked (e, e->cfg.delay_ms)) > now_ns)
+    return at;
+  at = MAX (quiet_at_ns (e, now_ns, e->cfg.idle_ms),
+            slot_at_ns_locked (e, now_ns));
+  if (at > now_ns)
+    return at;
+  return forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
+                                      e->cfg.minlen, e->chunk_limit, true);
+}
+
+uint64_t
+engine_flusher_step (struct engine *e)
+{
+  uint64_t at;
+
+  engine_lock_acquire (e);
+  at = engine_flusher_turn_drops_lock (e);
+  engine_lock_release (e);
+  return at;
 }
 
 void *
@@ -268,15 +295,21 @@ engine_flusher_thread (void *opaque)
 {
   struct engine *e = opaque;
 
-  pthread_mutex_lock (&e->lock);
-  while (!e->stopping)
-    flusher_turn (e);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_acquire (e);
+  while (!e->stopping) {
+    uint64_t at = engine_flusher_turn_drops_lock (e);
+    uint64_t now_ns = engine_now_ns (e);
+
+    if (at > now_ns && !e->stopping)
+      sleep_ns_drops_lock (e, at - now_ns);
+  }
+  engine_lock_release (e);
   return NULL;
 }
 
 void
 engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
+  REQUIRES (engine_lock)
 {
   const struct pace_meter *m = &e->pace;
   uint64_t *lat[PACE_CLASSES][2] = {
@@ -316,33 +349,33 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
 void
 engine_flush_begin (struct engine *e, struct engine_flush *f)
 {
-  uint64_t forwardable, subgranule;
-
-  engine_sum_pending (e, &forwardable, &subgranule);
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   f->ticket = ++e->flush_requested;
-  f->start_ms = engine_now_ms ();
+  f->start_ms = engine_now_ms (e);
   f->forwarded = e->stats.forwarded;
   f->forwarded_bytes = e->stats.forwarded_bytes;
-  f->total_bytes = forwardable;
+  f->total_bytes = extmap_aligned_bytes (e->map);
   pthread_cond_broadcast (&e->wakeup);
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
 }
 
 int
 engine_flush_wait (struct engine *e, const struct engine_flush *f,
                    uint64_t timeout_ms, struct engine_flush_progress *p)
 {
+  /* One deadline for the whole wait, however often it wakes. */
+  struct timespec deadline = deadline_after_ns (timeout_ms * 1000000);
   int r = 0;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   while (e->flush_completed < f->ticket && !e->stopping &&
-         timedwait_ms (&e->flushed, &e->lock, timeout_ms) != ETIMEDOUT)
+         engine_cond_timedwait_drops_lock (e, &e->flushed, &deadline) !=
+         ETIMEDOUT)
     ;
   p->forwarded = e->stats.forwarded - f->forwarded;
   p->forwarded_bytes = e->stats.forwarded_bytes - f->forwarded_bytes;
   p->total_bytes = f->total_bytes;
-  p->elapsed_ms = engine_now_ms () - f->start_ms;
+  p->elapsed_ms = engine_now_ms (e) - f->start_ms;
   if (e->flush_completed >= f->ticket) {
     r = e->flush_errno ? -1 : 1;
     errno = e->flush_errno;
@@ -351,6 +384,6 @@ engine_flush_wait (struct engine *e, const struct engine_flush *f,
     r = -1;
     errno = ESHUTDOWN;
   }
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   return r;
 }

@@ -22,12 +22,13 @@
  * device that keeps failing still reaches the 30 s step after a dozen
  * failures.
  */
-#define BACKOFF_MIN_MS 10
-#define BACKOFF_MAX_MS 30000
+#define BACKOFF_MIN_MS UINT64_C (10)
+#define BACKOFF_MAX_MS UINT64_C (30000)
 
 bool
 engine_overlaps_inflight_locked (const struct engine *e, uint64_t offset,
                                  uint64_t length)
+  REQUIRES (engine_lock)
 {
   for (const struct inflight *f = e->inflight; f != NULL; f = f->next)
     if (offset < f->offset + f->length && f->offset < offset + length)
@@ -36,7 +37,8 @@ engine_overlaps_inflight_locked (const struct engine *e, uint64_t offset,
 }
 
 static void
-inflight_remove (struct engine *e, struct inflight *entry)
+inflight_remove_locked (struct engine *e, struct inflight *entry)
+  REQUIRES (engine_lock)
 {
   for (struct inflight **p = &e->inflight; *p != NULL; p = &(*p)->next) {
     if (*p == entry) {
@@ -48,6 +50,7 @@ inflight_remove (struct engine *e, struct inflight *entry)
 
 void
 engine_drop_all_locked (struct engine *e)
+  REQUIRES (engine_lock)
 {
   size_t n = extmap_count (e->map);
   uint64_t bytes = extmap_bytes (e->map);
@@ -64,6 +67,7 @@ engine_drop_all_locked (struct engine *e)
  */
 static void
 disable_forwarding_locked (struct engine *e)
+  REQUIRES (engine_lock)
 {
   if (!e->forwarding_disabled)
     dc_error ("backend %s does not support discard: forwarding turned off, "
@@ -76,12 +80,13 @@ disable_forwarding_locked (struct engine *e)
 static void
 keep_pending_locked (struct engine *e, uint64_t offset, uint64_t length,
                      uint32_t time, int err)
+  REQUIRES (engine_lock)
 {
   e->stats.forward_errors++;
   e->stats.last_error = err;
   e->backoff_ms = e->backoff_ms == 0 ? BACKOFF_MIN_MS
                                      : MIN (e->backoff_ms * 2, BACKOFF_MAX_MS);
-  e->retry_at_ms = engine_now_ms () + e->backoff_ms;
+  e->retry_at_ms = engine_now_ms (e) + e->backoff_ms;
   if (extmap_insert (e->map, offset, length, time) == -1) {
     e->stats.dropped++;
     e->stats.dropped_bytes += length;
@@ -95,6 +100,7 @@ keep_pending_locked (struct engine *e, uint64_t offset, uint64_t length,
  */
 static void
 drop_after_error_locked (struct engine *e, uint64_t length, int err)
+  REQUIRES (engine_lock)
 {
   e->stats.forward_errors++;
   e->stats.last_error = err;
@@ -108,6 +114,7 @@ drop_after_error_locked (struct engine *e, uint64_t length, int err)
  */
 static int
 send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
+  EXCLUDES (engine_lock)
 {
   struct backend *b = e->backend;
   uint64_t t0;
@@ -115,16 +122,16 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
 
   atomic_fetch_add (&e->discard_events, 1);
   atomic_fetch_add (&e->discards_inflight, 1);
-  t0 = engine_now_ns ();
+  t0 = engine_now_ns (e);
   r = b->ops->discard (b, offset, n, fua);
   err = errno;
-  t0 = engine_now_ns () - t0;
+  t0 = engine_now_ns (e) - t0;
   atomic_fetch_sub (&e->discards_inflight, 1);
   atomic_fetch_add (&e->discard_events, 1);
   if (r == 0) {
-    pthread_mutex_lock (&e->lock);
+    engine_lock_acquire (e);
     pace_meter_discard (&e->pace, n, t0 / 1000);
-    pthread_mutex_unlock (&e->lock);
+    engine_lock_release (e);
   }
   errno = err;
   return r;
@@ -136,6 +143,7 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
 static int
 send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
              uint64_t *commands, uint64_t *sent)
+  EXCLUDES (engine_lock)
 {
   *commands = *sent = 0;
   while (*sent < length) {
@@ -150,11 +158,13 @@ send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
 }
 
 int
-engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
-                       uint32_t time, bool fua, bool keep_on_error)
+engine_forward_drops_lock (struct engine *e, uint64_t offset,
+                           uint64_t length, uint32_t time, bool fua,
+                           bool keep_on_error)
+  REQUIRES (engine_lock)
 {
   struct inflight entry = { .offset = offset, .length = length };
-  uint64_t commands, sent;
+  uint64_t commands, sent, epoch;
   int r, err;
 
   if (e->forwarding_disabled) {
@@ -167,11 +177,19 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   e->inflight = &entry;
   e->stats.inflight++;
   e->stats.inflight_bytes += length;
+  epoch = e->epoch_ms;
 
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   r = send_chunks (e, offset, length, fua, &commands, &sent);
   err = errno;
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
+
+  /* The ticks were rebased while the lock was down: what goes back
+   * into the map must be in the new epoch, as the map's extents are
+   * (else it would look younger by the rebase, about 12 days).
+   */
+  time = time > e->epoch_ms - epoch ? time - (uint32_t) (e->epoch_ms - epoch)
+                                    : 0;
 
   e->stats.inflight--;
   e->stats.inflight_bytes -= length;
@@ -198,41 +216,16 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   /* Re-inserting (above) happens before waiting writers wake, so a write
    * that waited still finds and cancels the range it overlaps.
    */
-  inflight_remove (e, &entry);
+  inflight_remove_locked (e, &entry);
   pthread_cond_broadcast (&e->inflight_done);
   errno = err;
   return r;
 }
 
-/* Sweep in address order for the first eligible extent with a whole
- * granule inside: used only when the largest eligible extent, at least
- * a granule long but under two, straddles a granule boundary, so that a
- * shorter one placed better may still hold a whole granule.
- */
-struct sweep {
-  uint32_t cutoff;
-  uint64_t minlen;
-  uint64_t granularity;
-  struct extent found;
-};
-
-static int
-sweep_visit (const struct extent *x, void *opaque)
-{
-  struct sweep *s = opaque;
-  uint64_t aoff, alen;
-
-  if (x->time > s->cutoff || x->length < s->minlen)
-    return 0;
-  if (!policy_aligned_part (x->offset, x->length, s->granularity, &aoff, &alen))
-    return 0;
-  s->found = *x;
-  return 1;
-}
-
 bool
 engine_pick_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
                     uint64_t *offset, uint64_t *length, uint32_t *time)
+  REQUIRES (engine_lock)
 {
   return engine_pick_max_locked (e, cutoff, minlen, e->chunk_limit,
                                  offset, length, time);
@@ -242,28 +235,17 @@ bool
 engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
                         uint64_t max_length, uint64_t *offset,
                         uint64_t *length, uint32_t *time)
+  REQUIRES (engine_lock)
 {
   struct extent x;
   uint64_t aoff, alen;
 
-  if (!extmap_largest_before (e->map, cutoff, &x) || x.length < minlen)
+  /* The map answers with an extent that holds a whole granule, in
+   * O(height) in the common case: fragments never make it walk them.
+   */
+  if (!extmap_largest_aligned_before (e->map, cutoff, minlen, &x))
     return false;
-  if (!policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen)) {
-    struct sweep s = { .cutoff = cutoff, .minlen = minlen,
-                       .granularity = e->granularity };
-
-    /* No eligible extent is longer than x: under a granule, none holds a
-     * whole one, and a sweep over a map of fragments would hold the lock
-     * through every one of them for nothing, at every trim that wakes
-     * the flusher.
-     */
-    if (x.length < e->granularity)
-      return false;
-    if (extmap_iterate (e->map, 0, sweep_visit, &s) == 0)
-      return false;
-    x = s.found;
-    policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen);
-  }
+  policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen);
   /* Several chunks in one pick keep the in-flight list short; the
    * flusher re-checks idleness between picks, so bound it to one chunk
    * (or less: the pacing's batch size).

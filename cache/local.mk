@@ -13,6 +13,7 @@ libengine_la_SOURCES = \
 	cache/engine.c \
 	cache/engine.h \
 	cache/engine-internal.h \
+	cache/engine-test.h \
 	cache/flusher.c \
 	cache/forward.c \
 	cache/pacing.c \

@@ -92,6 +92,7 @@ unit_of (uint64_t bits)
  */
 static int
 encode_maps_locked (struct engine *e, void **image, size_t *len)
+  REQUIRES (engine_lock)
 {
   struct state_encoder *enc;
   struct state_identity id;
@@ -150,25 +151,26 @@ engine_state_save (struct engine *e)
   CLEANUP_FREE void *image = NULL;
   size_t len, n;
   uint64_t bytes, clean_n, clean_b;
+  const char *path = engine_keys (e)->state;
   int r;
 
-  pthread_mutex_lock (&e->lock);
+  engine_lock_acquire (e);
   n = extmap_count (e->map);
   bytes = extmap_bytes (e->map);
   clean_n = clean_extents (&e->clean);
   clean_b = clean_bytes (&e->clean);
   r = n || clean_n ? encode_maps_locked (e, &image, &len) : 0;
-  pthread_mutex_unlock (&e->lock);
+  engine_lock_release (e);
   if (n == 0 && clean_n == 0) {
     dc_debug ("state=%s: nothing pending or known clean, no state file "
-              "written", e->cfg.state);
+              "written", path);
     return 0;
   }
-  if (r == -1 || write_atomically (e->cfg.state, image, len) == -1)
+  if (r == -1 || write_atomically (path, image, len) == -1)
     return -1;
   dc_debug ("state=%s: saved %zu pending extents (%" PRIu64 " bytes) and %"
             PRIu64 " known-clean extents (%" PRIu64 " bytes) in %zu bytes",
-            e->cfg.state, n, bytes, clean_n, clean_b, len);
+            path, n, bytes, clean_n, clean_b, len);
   return 0;
 }
 
@@ -247,6 +249,7 @@ struct apply {
 static int
 apply_one (enum state_list list, uint64_t offset, uint64_t length,
            void *opaque)
+  REQUIRES (engine_lock)
 {
   struct apply *a = opaque;
   struct engine *e = a->e;
@@ -264,7 +267,7 @@ apply_one (enum state_list list, uint64_t offset, uint64_t length,
 int
 engine_state_load (struct engine *e)
 {
-  const char *path = e->cfg.state;
+  const char *path = engine_keys (e)->state;
   CLEANUP_FREE unsigned char *buf = NULL;
   struct state_identity now;
   struct state_header h;
@@ -294,16 +297,15 @@ engine_state_load (struct engine *e)
               "as a crash would replay it later", path);
     return -1;
   }
-  pthread_mutex_lock (&e->lock);
-  a.ticks = engine_ticks (e);
+  engine_lock_acquire (e);
+  a.ticks = engine_ticks_locked (e);
   state_decode_extents (buf, &h, apply_one, &a, why, sizeof why);
-  e->map_generation++;
   e->stats.state_loaded_extents = h.count;
   e->stats.state_loaded_bytes = h.bytes;
   e->stats.state_loaded_clean_extents = h.clean_count;
   e->stats.state_loaded_clean_bytes = h.clean_bytes;
-  engine_enforce_bound_locked (e);
-  pthread_mutex_unlock (&e->lock);
+  engine_enforce_bound_drops_lock (e);
+  engine_lock_release (e);
   dc_debug ("state=%s: loaded %" PRIu64 " pending extents (%" PRIu64
             " bytes) and %" PRIu64 " known-clean extents (%" PRIu64 " bytes) "
             "from a version %" PRIu32 " file, and removed the file", path,

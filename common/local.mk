@@ -6,6 +6,7 @@ noinst_HEADERS += \
 	common/fileio.h \
 	common/grow.h \
 	common/le.h \
+	common/lock.h \
 	common/log.h \
 	common/log-stderr.h \
 	common/splitmix.h \

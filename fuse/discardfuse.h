@@ -54,6 +54,9 @@ struct dfuse {
   uid_t uid;
   gid_t gid;
   struct timespec start;            /* every node's times */
+
+  /* statsnode.c: the length of the last snapshot taken, for getattr. */
+  _Atomic size_t stats_len;
 };
 
 /* args.c: parse argv into df.  Returns 0 to go on, 1 when there is
@@ -79,7 +82,10 @@ extern void disk_fallocate (fuse_req_t req, fuse_ino_t ino, int mode,
 /* Reply to flush or fsync, flushing the engine first if flush. */
 extern void disk_sync (fuse_req_t req, bool flush);
 
-/* statsnode.c: the statistics file, a JSON snapshot taken at open. */
+/* statsnode.c: the statistics file, a JSON snapshot taken at open.
+ * Its size for getattr is the last snapshot's length: getattr never
+ * computes the statistics.
+ */
 extern off_t statsnode_size (struct dfuse *df);
 extern void statsnode_open (fuse_req_t req, struct fuse_file_info *fi);
 extern void statsnode_read (fuse_req_t req, size_t size, off_t off,

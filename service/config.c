@@ -141,9 +141,10 @@ const struct service_key service_keys[] = {
   { "rate", "N", "0", NULL,
     "At most N discards per second, 0 for no limit.",
     ENGINE, true, ALL, NULL },
-  { "budget", "off|DURATION", "off", NULL,
+  { "budget", "off|DURATION", "2ms", NULL,
     "Pace forwarding by its measured cost, the extra client p99 latency "
-    "it may cause, also under sustained load (replaces idle and rate).",
+    "it may cause, also under sustained load (replaces idle and rate); "
+    "off: forward only while clients are idle.",
     ENGINE, true, ALL, NULL },
   { "max-extents", "N", "1M", NULL,
     "Bound on pending extents (memory).",

@@ -27,6 +27,7 @@ PLUGIN_TESTS = \
 	tests/test-thin-crash.sh \
 	tests/test-e2e-thin-xfs.sh \
 	tests/test-e2e-xfs.sh \
-	tests/test-e2e-fstrim-twice.sh
+	tests/test-e2e-fstrim-twice.sh \
+	tests/test-liveness-xfs.sh
 TESTS += $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)

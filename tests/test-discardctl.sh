@@ -71,7 +71,8 @@ for line in open(sys.argv[1]):
     if m:
         (helped.add if m[1] == "HELP" else lambda n: typed.__setitem__(n, m[3]))(m[2])
         continue
-    m = re.match(r'(discardcache_[a-z0-9_]+)(\{[a-z]+="[a-z0-9]+"\})? ([0-9]+)$', line)
+    m = re.match(r'(discardcache_[a-z0-9_]+)(\{[a-z]+="[a-z0-9]+"\})? '
+                 r'([0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?)$', line)
     assert m, "bad line: %r" % line
     name = m[1]
     assert name in helped and name in typed, "no HELP/TYPE before " + name

@@ -50,7 +50,7 @@ start_dev eio --filter=error memory 64M \
     error-zero=EIO error-zero-rate=3% \
     error-trim=EIO error-trim-rate=25% \
     error-pread=EIO error-pread-rate=1% error-pread-file="$dir/read-errors"
-verify_run eio "$DEV_URI" "delay=0 idle=0" \
+verify_run eio "$DEV_URI" "delay=0 idle=0 budget=off" \
     --ops "$(verify_ops 20000)" --expect-errors \
     --flush-cmd "rm -f '$dir/read-errors'" --cmd-interval 3600000
 assert_client_eio eio write
@@ -78,7 +78,7 @@ verify_expect eio-flush forward_errors -gt 0
 after=$(( 300 * VERIFY_SCALE / 100 ))
 [ "$after" -ge 10 ] || after=10
 for mode in cached passthrough; do
-    keys="delay=0 idle=0"
+    keys="delay=0 idle=0 budget=off"
     [ $mode = passthrough ] && keys="passthrough=true"
     start_dev "$mode" --filter="$enotsup" memory 64M enotsup-after=$after
     verify_run "enotsup-$mode" "$DEV_URI" "$keys" --ops "$(verify_ops 10000)"

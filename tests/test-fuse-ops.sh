@@ -37,9 +37,11 @@ snapshot () { cat "$mnt/stats" > "$dir/stats.json" || fail "cannot read $mnt/sta
 [ "$(stat -c %a "$mnt/disk")" = 600 ] || fail "disk mode $(stat -c %a "$mnt/disk")"
 [ "$(stat -c %a "$mnt/stats")" = 444 ] || fail "stats mode $(stat -c %a "$mnt/stats")"
 
-# stats: JSON, the size getattr reports is what a read gets, read-only.
+# stats: JSON, getattr reports the length of the last read (it does not
+# compute the statistics), read-only.
 python3 -m json.tool "$mnt/stats" >/dev/null || fail "stats is not JSON"
-[ "$(stat -c %s "$mnt/stats")" -eq "$(wc -c < "$mnt/stats")" ] || fail "stats size differs from its content"
+len=$(wc -c < "$mnt/stats")
+[ "$(stat -c %s "$mnt/stats")" -eq "$len" ] || fail "stats size $(stat -c %s "$mnt/stats") is not the last read's, $len"
 snapshot
 [ "$(stat_of granularity)" -eq 65536 ] || fail "granularity $(stat_of granularity)"
 echo x 2>/dev/null > "$mnt/stats" && fail "stats accepted a write"

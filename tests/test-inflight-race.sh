@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # discardcache: invariant 1 under a real race.  The backend is an NBD
 # server whose trims take 200 ms (nbdkit delay filter); discardcache
-# forwards at once (delay=0 idle=0).  A write to the range while its
+# forwards at once (delay=0 idle=0, unpaced: budget=off).  A write to the range while its
 # discard is in flight must wait for it: without the wait, the server
 # runs the write first and the late trim wipes it.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"
@@ -15,7 +15,7 @@ dir=$TESTDIR
 start_nbdkit -P "$dir/dev.pid" -U "$dir/dev.sock" --filter=delay memory 64M \
     delay-trim=200ms
 start_nbdkit -P "$dir/pid" -U "$dir/sock" "$PLUGIN" \
-    backend="nbd+unix:///?socket=$dir/dev.sock" delay=0 idle=0 \
+    backend="nbd+unix:///?socket=$dir/dev.sock" delay=0 idle=0 budget=off \
     statsfile="$dir/stats.json"
 
 /usr/bin/python3 - "$dir/sock" <<'PY'

@@ -9,8 +9,10 @@
 #   - with budget=2ms the backlog drains while the writes run, and the
 #     writes' p99 stays within the budget (+10%, + a margin, below) of
 #     the same writes with no backlog;
-#   - without budget= nothing is forwarded while the writes run (the
-#     idle-gated flusher of before) and pace_mode says off;
+#   - with budget=off nothing is forwarded while the writes run (the
+#     idle-gated flusher) and pace_mode says off;
+#   - budget= is on by default (2 ms): the stats of a stack started
+#     without it say so;
 #   - near max-extents a paced flusher forwards regardless (and says so).
 # The margin: this machine is shared (the load is often above its two
 # cores), and the writes' own p99 moves by about half of itself from run
@@ -181,22 +183,28 @@ for model in fixed prop; do
     done
 done
 
-# Without budget=: the flusher of before, idle-gated: nothing goes while
-# the writes run (delay=1s has passed long before they end).
-start off fixed
+# budget=off: the idle-gated flusher: nothing goes while the writes run
+# (delay=1s has passed long before they end).
+start off fixed budget=off
 backlog off
 writes off
 "$DISCARDCTL" -s "$TESTDIR/off.ctl" stats >"$TESTDIR/table" ||
     fail "discardctl stats failed"
 stop_all
 [ "$(get off after forwarded)" = 0 ] ||
-    fail "without budget=, $(get off after forwarded) discards were forwarded under load"
+    fail "with budget=off, $(get off after forwarded) discards were forwarded under load"
 [ "$(get off after pace_mode)" = off ] ||
-    fail "without budget=, pace_mode is $(get off after pace_mode)"
+    fail "with budget=off, pace_mode is $(get off after pace_mode)"
 [ "$(get off after pending_bytes)" = $(( 128 << 20 )) ] ||
-    fail "without budget=, pending_bytes is $(get off after pending_bytes)"
+    fail "with budget=off, pending_bytes is $(get off after pending_bytes)"
 ! grep -q "pacing:" "$TESTDIR/table" ||
-    fail "discardctl stats shows pacing without budget="
+    fail "discardctl stats shows pacing with budget=off"
+# The default: paced, 2 ms.
+start default fixed
+stats default now
+stop_all
+[ "$(get default now budget_us)" = 2000 ] ||
+    fail "by default budget_us is $(get default now budget_us), not 2000"
 # Memory first: with 128 extents pending and max-extents=146 (7/8 of it
 # is 128), a paced flusher forwards at once, under load, though delay=30s
 # has not passed and the budget would not allow it; stats say so.

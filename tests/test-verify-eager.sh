@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier against a sparse file with
-# forwarding as eager as it gets (delay=0 idle=0: the flusher sends each
-# trim the moment it lands, so writes meet discards in flight), then with
+# forwarding as eager as it gets (delay=0 idle=0 budget=off: the flusher
+# sends each trim the moment it lands, unpaced, so writes meet discards
+# in flight), then with
 # flush-discards=true (every client FLUSH drains the cache).  A discard
 # sent over newer data would read back as zeros, a stale write as an
 # older version: either fails the run.
@@ -12,7 +13,7 @@ source "$abs_top_srcdir/tests/verify-lib.sh"
 verify_setup
 # On the real file system of TESTDIR: hole punching as ext4/xfs do it.
 truncate -s 64M "$TESTDIR/eager.img"
-verify_run eager "$TESTDIR/eager.img" "delay=0 idle=0" \
+verify_run eager "$TESTDIR/eager.img" "delay=0 idle=0 budget=off" \
     --ops "$(verify_ops 60000)" --checkpoint "$(verify_ops 20000)"
 verify_expect eager forwarded -gt 0
 verify_expect eager cancelled_by_writes -gt 0

@@ -22,7 +22,7 @@ waits=0
 for round in 1 2 3; do
     name=slow-discard-$round
     verify_run "$name" "nbd+unix:///?socket=$TESTDIR/dev.sock" \
-        "delay=0 idle=0" --ops "$(verify_ops 40000)"
+        "delay=0 idle=0 budget=off" --ops "$(verify_ops 40000)"
     verify_expect "$name" forwarded -gt 0
     waits=$(( waits + $(verify_stat "$name" write_waits) ))
     [ "$waits" -lt "$wanted" ] || break

@@ -424,7 +424,7 @@ static int reps = 3;
 static uint64_t
 scaled (uint64_t n)
 {
-  return MAX (1000, (uint64_t) (n * scale));
+  return MAX (UINT64_C (1000), (uint64_t) (n * scale));
 }
 
 /* A random permutation of 0..n-1. */
@@ -730,7 +730,7 @@ churn (const struct impl *im, uint64_t n, uint64_t nops, bool picks_inline)
   double v[MAX_REPS], *lat;
   struct op *ops;
   void *m = im->create ();
-  uint64_t latn = MIN (nops, 300000);
+  uint64_t latn = MIN (nops, UINT64_C (300000));
   int rounds = MAX (reps, 1);
 
   rng_state = 7;                /* the same map and ops for both */

@@ -702,8 +702,8 @@ def report_stats_stall(t, case, out):
     out.append(
         "With those extents pending: QD 1 4 KiB random writes to a spare MiB (fio, %s s "
         "each), alone and while `discardctl stats` runs back to back (%s calls/s). Each "
-        "call totals the whole map; the engine takes its lock for 512 extents at a time, "
-        "so the writes' worst latencies show whether polling stalls clients.\n"
+        "call reads the map's running totals under the engine lock (O(1), no walk), so the "
+        "writes' worst latencies show whether polling still stalls clients.\n"
         % (fmt(t.med(case, "dc", "stall_s"), 0), fmt(t.med(case, "dc", "stats_calls_per_s"), 0)))
     rows = write_rows(t, case, ("alone", "polled"), ("p50", "p99", "p99.9", "max"))
     out.append(md_table(["writes", "IOPS", "p50 ms", "p99 ms", "p99.9 ms", "max ms"], rows))
@@ -891,7 +891,7 @@ def report(args):
         "of libnbd connections) is not nbdkit nbd's: against it, what TRIMs cost "
         "discardcache shows alone. *nbdkit nbd*: every TRIM passed "
         "straight to the device, what users run today. *discardcache*: default keys "
-        "(delay=30s, idle=200ms). *discardcache passthrough=true*: our own overhead "
+        "(delay=30s, idle=200ms, budget=2ms). *discardcache passthrough=true*: our own overhead "
         "without the cache. *discardcache thin=on*: thin mode (`thin=on slot=64K "
         "meta=FILE`, a fresh map each run; in section 3 one map kept from run to run), where the build has it (this run: %s). *discardfuse* "
         "(filesystem rows): the FUSE front-end with default keys in place of nbdkit + "

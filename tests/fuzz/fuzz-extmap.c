@@ -216,6 +216,10 @@ do_query (struct run *run, uint8_t flags)
   case REF_LARGEST_BEFORE:
     a.cutoff = get_time (run);
     break;
+  case REF_LARGEST_ALIGNED_BEFORE:
+    a.cutoff = get_time (run);
+    a.minlen = get_length (run, flags);
+    break;
   case REF_FIND_OVERLAP:
     a.x = get_offset (run, flags);
     a.len = get_length (run, flags);

@@ -31,7 +31,7 @@ static void
 ref_reserve (struct extmap_ref *r, size_t n)
 {
   if (n > r->cap || r->v == NULL) {
-    r->cap = MAX (MAX (n, 2 * r->cap), 64);
+    r->cap = MAX (MAX (n, 2 * r->cap), (size_t) 64);
     r->v = realloc (r->v, r->cap * sizeof *r->v);
     if (r->v == NULL) {
       perror ("extmap-ref: realloc");
@@ -208,6 +208,45 @@ ref_oldest (const struct extmap_ref *r)
   return best;
 }
 
+static bool
+ref_holds_granule (const struct extmap_ref *r, const struct extent *x)
+{
+  uint64_t g = r->granularity;
+
+  return g && round_down (end_of (x), g) > round_up (x->offset, g);
+}
+
+const struct extent *
+ref_oldest_forwardable (const struct extmap_ref *r)
+{
+  const struct extent *best = NULL;
+
+  for (size_t i = 0; i < r->n; i++) {
+    const struct extent *x = &r->v[i];
+
+    if (x->time != UINT32_MAX && x->length >= r->minlen &&
+        ref_holds_granule (r, x) && (!best || x->time < best->time))
+      best = x;
+  }
+  return best;
+}
+
+const struct extent *
+ref_largest_aligned_before (const struct extmap_ref *r, uint32_t cutoff,
+                            uint64_t minlen)
+{
+  const struct extent *best = NULL;
+
+  for (size_t i = 0; i < r->n; i++) {
+    const struct extent *x = &r->v[i];
+
+    if (x->time <= cutoff && x->length >= minlen && ref_holds_granule (r, x) &&
+        (!best || x->length > best->length))
+      best = x;
+  }
+  return best;
+}
+
 /* ---- the map against the reference ---- */
 
 /* Defined in cache/extmap.c for the tests; not part of extmap.h. */
@@ -217,6 +256,8 @@ const char *const ref_query_names[REF_QUERIES] = {
   [REF_LARGEST] = "largest", [REF_OLDEST] = "oldest",
   [REF_LARGEST_BEFORE] = "largest_before", [REF_FIND_OVERLAP] = "find_overlap",
   [REF_FIND_FROM] = "find_from", [REF_ITERATE] = "iterate",
+  [REF_OLDEST_FORWARDABLE] = "oldest_forwardable",
+  [REF_LARGEST_ALIGNED_BEFORE] = "largest_aligned_before",
 };
 
 static char message[256];
@@ -316,6 +357,15 @@ ref_check_query (const struct extmap *map, const struct extmap_ref *r,
   case REF_FIND_FROM:
     return compare_extent (name, extmap_find_from (map, a->x, &e), &e,
                            ref_find (r, a->x, UINT64_MAX));
+  case REF_OLDEST_FORWARDABLE:
+    return compare_extent (name, extmap_oldest_forwardable (map, &e), &e,
+                           ref_oldest_forwardable (r));
+  case REF_LARGEST_ALIGNED_BEFORE:
+    return compare_extent (name,
+                           extmap_largest_aligned_before (map, a->cutoff,
+                                                          a->minlen, &e),
+                           &e, ref_largest_aligned_before (r, a->cutoff,
+                                                           a->minlen));
   default:
     return compare_iteration (map, r, a->x, a->stop_after);
   }

@@ -20,6 +20,7 @@ struct extmap_ref {
   bool runs;                    /* a map of runs: touching where values
                                    do not continue */
   uint64_t granularity;         /* as the map's, for the totals (0: none) */
+  uint64_t minlen;              /* as the map's (extmap_set_minlen) */
 };
 
 /* The same validation as extmap.h states it: length > 0, no overflow,
@@ -48,22 +49,31 @@ extern const struct extent *ref_find (const struct extmap_ref *r,
 extern const struct extent *ref_largest_before (const struct extmap_ref *r,
                                                 uint32_t cutoff);
 extern const struct extent *ref_oldest (const struct extmap_ref *r);
+/* Forwardable: holding a whole granule and at least r->minlen long;
+ * as the map's query, extents at time UINT32_MAX are not found.
+ */
+extern const struct extent *ref_oldest_forwardable (const struct extmap_ref *r);
+extern const struct extent *ref_largest_aligned_before
+  (const struct extmap_ref *r, uint32_t cutoff, uint64_t minlen);
 
 /* ---- the map against the reference ---- */
 
 enum ref_query {
   REF_LARGEST, REF_OLDEST, REF_LARGEST_BEFORE, REF_FIND_OVERLAP,
-  REF_FIND_FROM, REF_ITERATE, REF_QUERIES
+  REF_FIND_FROM, REF_ITERATE, REF_OLDEST_FORWARDABLE,
+  REF_LARGEST_ALIGNED_BEFORE, REF_QUERIES
 };
 extern const char *const ref_query_names[REF_QUERIES];
 
 /* The arguments a query uses: x and len (find_overlap), x (find_from,
  * iterate, which stops after stop_after extents), cutoff
- * (largest_before).
+ * (largest_before, largest_aligned_before), minlen
+ * (largest_aligned_before).
  */
 struct ref_query_args {
   uint64_t x, len;
   uint32_t cutoff;
+  uint64_t minlen;
   size_t stop_after;
 };
 

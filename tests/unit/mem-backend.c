@@ -56,6 +56,8 @@ mem_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
   struct mem_backend *m = to_mem (b);
   unsigned delay;
 
+  if (m->on_discard)
+    m->on_discard (m->on_discard_opaque);
   pthread_mutex_lock (&m->lock);
   if (m->fail_count > 0 && m->fail_skip > 0)
     m->fail_skip--;

@@ -29,6 +29,11 @@ struct mem_backend {
   int fail_errno;              /* next discards fail with this ... */
   unsigned fail_count;         /* ... this many times, */
   unsigned fail_skip;          /* after this many succeed */
+  /* Called at the start of each discard, without the lock (a test's
+   * way to act while the engine has one in flight).
+   */
+  void (*on_discard) (void *opaque);
+  void *on_discard_opaque;
 };
 
 /* A backend of size bytes with the given discard granularity and limit. */

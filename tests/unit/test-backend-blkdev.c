@@ -77,7 +77,7 @@ test_identity_and_limits (void **state)
   assert_true (max > 0);
   assert_true (l->can_discard);
   assert_int_equal (l->discard_granularity, g);
-  assert_int_equal (l->max_discard, round_down (MIN (max, 1024 * MiB), g));
+  assert_int_equal (l->max_discard, round_down (MIN (max, UINT64_C (1024) * MiB), g));
   assert_int_equal (l->min_block,
                     sysfs_queue (st.st_rdev, "logical_block_size"));
   assert_int_equal (l->pref_block,

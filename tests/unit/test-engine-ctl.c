@@ -9,8 +9,9 @@
 #include <config.h>
 
 #include <errno.h>
-#include <stdbool.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -151,12 +153,11 @@ test_flush_ignores_delay_minlen_pause (void **state)
   engine_close (e);
 }
 
-/* The totals are summed a batch of extents per lock hold (512 at a
- * time): 1,024 extents that cannot merge, in three kinds across the
- * batch boundary, must each be counted exactly once.
+/* The totals come from the map's running counters: 1,024 extents that
+ * cannot merge, in three kinds, each counted exactly once.
  */
 static void
-test_totals_across_batches (void **state)
+test_totals (void **state)
 {
   static const char *const keys[] = { "delay", "1h", NULL };
   struct engine *e = open_engine (NULL, keys);
@@ -185,6 +186,69 @@ test_totals_across_batches (void **state)
   assert_int_equal (stats (e).subgranule_bytes, fragments);
   engine_flush_begin (e, &f);
   assert_int_equal (f.total_bytes, whole);
+  /* A write over a fragment and a granule: both totals follow. */
+  assert_int_equal (engine_pwrite (e, (char[8 * KiB]) { 0 }, 8 * KiB, 0,
+                                   false), 0);
+  assert_int_equal (stats (e).subgranule_bytes, fragments - KiB);
+  engine_flush_begin (e, &f);
+  assert_int_equal (f.total_bytes, whole - 4 * KiB);
+  engine_close (e);
+}
+
+static uint64_t
+thread_cpu_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Statistics and a flush's total cost O(1), not a walk of the map:
+ * twenty of each take less CPU than copying the map out once (what
+ * they did before, a batch at a time).  CPU time of this thread, so a
+ * busy machine does not change the comparison.
+ */
+static void
+test_stats_do_not_walk (void **state)
+{
+  enum { EXTENTS = 100000, CALLS = 20 };
+  static const char *const keys[] = { "delay", "1h", NULL };
+  struct mem_backend *mem = mem_backend_new (2 * EXTENTS * 512, 512, 64 * MiB);
+  struct engine_config cfg;
+  struct engine *e;
+  struct engine_flush f;
+  struct extent batch[512];
+  uint64_t from = 0, t0, walk_ns, calls_ns;
+  uint32_t now;
+  size_t n;
+
+  engine_config_init (&cfg);
+  for (const char *const *k = keys; *k; k += 2)
+    assert_int_equal (engine_config_set (&cfg, k[0], k[1]), 0);
+  e = engine_open (&cfg, &mem->b);
+  engine_config_free (&cfg);
+  assert_non_null (e);
+  for (uint64_t i = 0; i < EXTENTS; i++)
+    assert_int_equal (engine_trim (e, i * 1024, 512, false), 0);
+  assert_int_equal (stats (e).pending_extents, EXTENTS);
+
+  t0 = thread_cpu_ns ();
+  while ((n = engine_dump_batch (e, from, batch, 512, &now)) > 0)
+    from = batch[n - 1].offset + batch[n - 1].length;
+  walk_ns = thread_cpu_ns () - t0;
+
+  t0 = thread_cpu_ns ();
+  for (int i = 0; i < CALLS; i++) {
+    assert_int_equal (stats (e).pending_extents, EXTENTS);
+    engine_flush_begin (e, &f);
+  }
+  calls_ns = thread_cpu_ns () - t0;
+  print_message ("one walk of %d extents: %llu us; %d statistics and "
+                 "flush totals: %llu us\n", EXTENTS,
+                 (unsigned long long) walk_ns / 1000, CALLS,
+                 (unsigned long long) calls_ns / 1000);
+  assert_true (calls_ns < walk_ns);
   engine_close (e);
 }
 
@@ -227,6 +291,64 @@ test_flush_ends_at_stop (void **state)
   engine_stop (e, 1000);
   assert_int_equal (engine_flush_wait (e, &f, 50, &p), -1);
   assert_int_equal (errno, ESHUTDOWN);
+  engine_close (e);
+}
+
+static uint64_t
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct waiter {
+  struct engine *e;
+  struct engine_flush f;
+  uint64_t took_ms;
+  int r;
+};
+
+static void *
+wait_300ms (void *opaque)
+{
+  struct waiter *w = opaque;
+  struct engine_flush_progress p;
+  uint64_t t0 = now_ms ();
+
+  w->r = engine_flush_wait (w->e, &w->f, 300, &p);
+  w->took_ms = now_ms () - t0;
+  return NULL;
+}
+
+/* The timeout bounds the whole wait, however often the waiter wakes:
+ * other flushes completing every 50 ms wake it for two seconds (its own
+ * ticket, far past the last issued, never completes).
+ */
+static void
+test_flush_wait_keeps_its_timeout (void **state)
+{
+  struct engine *e = open_engine (NULL, NULL);
+  struct waiter w = { .e = e };
+  struct engine_flush f;
+  struct engine_flush_progress p;
+  pthread_t t;
+
+  assert_int_equal (engine_start (e), 0);
+  engine_flush_begin (e, &w.f);
+  assert_int_equal (engine_flush_wait (e, &w.f, 10000, &p), 1);
+  w.f.ticket += 1000000;
+  assert_int_equal (pthread_create (&t, NULL, wait_300ms, &w), 0);
+  for (int i = 0; i < 40; i++) {
+    engine_flush_begin (e, &f);
+    assert_int_equal (engine_flush_wait (e, &f, 10000, &p), 1);
+    usleep (50000);
+  }
+  pthread_join (t, NULL);
+  assert_int_equal (w.r, 0);
+  if (w.took_ms > 1500)
+    fail_msg ("a 300 ms wait took %llu ms", (unsigned long long) w.took_ms);
   engine_close (e);
 }
 
@@ -445,9 +567,11 @@ main (void)
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
     T (test_flush_ignores_delay_minlen_pause),
-    T (test_totals_across_batches),
+    T (test_totals),
+    T (test_stats_do_not_walk),
     T (test_flush_reports_error),
     T (test_flush_ends_at_stop),
+    T (test_flush_wait_keeps_its_timeout),
     T (test_explicit_socket),
     T (test_socket_removed_without_start),
     T (test_stale_socket_replaced),

@@ -175,6 +175,11 @@ random_query (struct run *run)
   case REF_LARGEST_BEFORE:
     a.cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
     break;
+  case REF_LARGEST_ALIGNED_BEFORE:
+    a.cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
+    /* The map's minlen (its fast path), none, or any other. */
+    a.minlen = below (2) ? run->ref.minlen : below (2) ? 0 : pick_length (run);
+    break;
   case REF_FIND_OVERLAP:
     a.x = below (64) ? pick_offset (run) : UINT64_MAX - below (2);
     a.len = below (8) == 0 ? rnd () : pick_length (run);
@@ -260,13 +265,19 @@ one_op (struct run *run, unsigned grow_pct)
   }
   else if (dice < 97)
     invalid_op (run);
-  else if (dice < 99 && !run->cf->runs) {
+  else if (dice < 98 && !run->cf->runs) {
     uint32_t delta = below (4) == 0 ? (uint32_t) rnd () : below (200);
 
     run->what = "rebase_time";
     extmap_rebase_time (run->map, delta);
     ref_rebase_time (&run->ref, delta);
     run->now = run->now > delta ? run->now - delta : 0;
+  }
+  else if (dice < 99 && !run->cf->runs && below (10) == 0) {
+    /* A new minlen: every inner node's oldest forwardable time again. */
+    run->what = "set_minlen";
+    run->ref.minlen = below (3) == 0 ? 0 : pick_length (run);
+    extmap_set_minlen (run->map, run->ref.minlen);
   }
   else if (below (1000) == 0) {
     run->what = "clear";

@@ -383,8 +383,8 @@ test_drain_eta (void **state)
   assert_int_equal (pace_drain_eta_ms (10 * MiB, 2 * MiB), 5000);
 }
 
-/* budget=: a duration, changeable while running; bad values change
- * nothing.
+/* budget=: 2 ms by default, a duration or off (0 too), changeable
+ * while running; bad values change nothing.
  */
 static void
 test_budget_key (void **state)
@@ -392,6 +392,9 @@ test_budget_key (void **state)
   struct engine_config cfg;
 
   engine_config_init (&cfg);
+  /* On by default. */
+  assert_int_equal (cfg.budget_ms, 2);
+  assert_int_equal (engine_config_set (&cfg, "budget", "off"), 0);
   assert_int_equal (cfg.budget_ms, 0);
   assert_int_equal (engine_config_set (&cfg, "budget", "2ms"), 0);
   assert_int_equal (cfg.budget_ms, 2);
@@ -400,6 +403,8 @@ test_budget_key (void **state)
   errno = 0;
   assert_int_equal (engine_config_set (&cfg, "budget", "fast"), -1);
   assert_int_equal (errno, EINVAL);
+  assert_int_equal (cfg.budget_ms, 1000);
+  assert_int_equal (engine_config_set (&cfg, "budget", "5xs"), -1);
   assert_int_equal (cfg.budget_ms, 1000);
   assert_int_equal (engine_config_set (&cfg, "budget", "0"), 0);
   assert_int_equal (cfg.budget_ms, 0);

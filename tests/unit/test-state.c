@@ -225,6 +225,90 @@ test_nothing_pending_writes_nothing (void **state)
   assert_false (exists (path));
 }
 
+/* Run engine_stop and engine_close with stderr (and debug messages)
+ * going to a file; returns what they logged (to free).
+ */
+static char *
+logged_stop_and_close (struct engine *e)
+{
+  char log[160];
+  FILE *fp;
+  char *text;
+  long len;
+  int saved = dup (STDERR_FILENO), fd;
+
+  snprintf (log, sizeof log, "%s/stop.log", dir);
+  fd = open (log, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  assert_true (saved >= 0 && fd >= 0);
+  fflush (stderr);
+  dup2 (fd, STDERR_FILENO);
+  setenv ("DISCARDCACHE_DEBUG", "1", 1);
+  engine_stop (e, 1000);
+  engine_close (e);
+  fflush (stderr);
+  unsetenv ("DISCARDCACHE_DEBUG");
+  dup2 (saved, STDERR_FILENO);
+  close (saved);
+  close (fd);
+  fp = fopen (log, "r");
+  assert_non_null (fp);
+  fseek (fp, 0, SEEK_END);
+  len = ftell (fp);
+  rewind (fp);
+  text = calloc (1, len + 1);
+  assert_non_null (text);
+  assert_int_equal (fread (text, 1, len, fp), (size_t) len);
+  fclose (fp);
+  return text;
+}
+
+static unsigned
+occurrences (const char *text, const char *what)
+{
+  unsigned n = 0;
+
+  for (const char *p = text; (p = strstr (p, what)) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* The state file cannot be written (its temporary name is taken by a
+ * directory): the stop says so once, forwards instead, logs what is left
+ * once, and never claims that anything was saved; engine_close does not
+ * stop (and save) a second time.
+ */
+static void
+assert_failed_save_told_once (bool with_fragments)
+{
+  char tmp[160];
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+  char *log;
+
+  assert_non_null (e);
+  if (with_fragments)
+    trim_pattern (e);
+  else
+    assert_int_equal (engine_trim (e, 0, 64 * KiB, false), 0);
+  snprintf (tmp, sizeof tmp, "%s.tmp", path);
+  assert_int_equal (mkdir (tmp, 0700), 0);
+  log = logged_stop_and_close (e);
+  rmdir (tmp);
+  assert_false (exists (path));
+  if (occurrences (log, "cannot create") != 1 ||
+      occurrences (log, "at stop") != (with_fragments ? 1 : 0) ||
+      occurrences (log, "saved to") != 0 ||
+      occurrences (log, "not saved") != 1)
+    fail_msg ("the stop's log:\n%s", log);
+  free (log);
+}
+
+static void
+test_failed_save_told_once (void **state)
+{
+  assert_failed_save_told_once (true);
+  assert_failed_save_told_once (false);
+}
+
 /* Start against a file that must be refused: nothing applied, the file
  * set aside as FILE.rejected, the engine serving.
  */
@@ -736,6 +820,7 @@ main (void)
     T (test_close_without_stop_saves),
     T (test_missing_is_normal),
     T (test_nothing_pending_writes_nothing),
+    T (test_failed_save_told_once),
     T (test_corrupt_refused),
     T (test_truncated_refused),
     T (test_other_version_refused),

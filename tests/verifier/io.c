@@ -410,7 +410,7 @@ io_check_all (struct verifier *v)
     return -1;
   while (next < nblocks && !v->disconnected) {
     while (next < nblocks && io_has_room (v)) {
-      uint64_t n = MIN (CHECK_BLOCKS, nblocks - next);
+      uint64_t n = MIN ((uint64_t) CHECK_BLOCKS, nblocks - next);
       struct op_choice ch = {
         .type = OP_CHECK, .offset = next * BLOCK_SIZE, .length = n * BLOCK_SIZE,
       };

@@ -71,7 +71,7 @@ pick_first (struct verifier *v, uint64_t n, const struct range *recent,
   uint64_t nblocks = v->model.nblocks, first;
 
   if (nrecent && chance (v, near_pct)) {
-    const struct range *r = &recent[rng_below (v, MIN (nrecent, RECENT))];
+    const struct range *r = &recent[rng_below (v, MIN (nrecent, (unsigned) RECENT))];
 
     /* Anywhere from just before the range to just inside its end. */
     first = r->first + rng_below (v, r->n + 2);
