@@ -26,7 +26,7 @@ struct nbd_backend {
   /* A slot's handle belongs to whoever holds the slot (busy). */
   struct nbd_handle *nbd[NBDB_POOL_MAX];
   /* What the server can do (b.limits may say less, e.g. read-only). */
-  bool can_trim, can_zero, can_fua, can_flush;
+  bool can_trim, can_zero, can_fua, can_flush, can_extents;
   uint32_t max_request;         /* pread/pwrite chunk */
 
   /* Reconnection (nbd-conn.c), under lock. */
