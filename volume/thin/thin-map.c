@@ -143,7 +143,11 @@ thin_map_free_set (const struct thin_map *m)
   if (set == NULL || c.a == NULL)
     goto nomem;
   extmap_iterate (m->runs, 0, collect_run, &c);
-  qsort (c.a, c.n, sizeof *c.a, by_phys);
+  for (size_t i = 1; i < c.n; i++)
+    if (c.a[i].p < c.a[i - 1].p) {  /* not already in order */
+      qsort (c.a, c.n, sizeof *c.a, by_phys);
+      break;
+    }
   for (size_t i = 0; i < c.n; i++) {
     if (c.a[i].p < end || (uint64_t) c.a[i].p + c.a[i].n > m->nphys) {
       free (c.a);

@@ -401,6 +401,28 @@ learn_extent (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
   return 0;
 }
 
+/* Which slots read as zeros: the backend's own answer, asked once here
+ * (a sparse file's holes, an NBD server's zero extents).  Asked afresh
+ * at every start, never stored: a slot written but not yet committed
+ * when the server was killed reads as data now, and is not taken for
+ * zero.  NULL (nothing known) when the backend cannot say.
+ */
+static struct extmap *
+backend_zeros (struct thin *t)
+{
+  struct learn ln = { .t = t, .zeros = extmap_new () };
+  uint64_t size = t->map.nphys << t->shift;
+
+  if (ln.zeros == NULL || !engine_limits (t->e)->can_extents ||
+      engine_extents (t->e, 0, size, learn_extent, &ln) == -1) {
+    dc_debug ("meta=%s: the backend does not say which slots read as "
+              "zeros: a new slot is zeroed around its first write", t->path);
+    extmap_free (ln.zeros);
+    return NULL;
+  }
+  return ln.zeros;
+}
+
 static int
 learn_zero_run (const struct extent *x, void *opaque)
 {
@@ -408,40 +430,16 @@ learn_zero_run (const struct extent *x, void *opaque)
   return 0;
 }
 
-/* Which free slots read as zeros: the backend's own answer, asked once
- * here (a sparse file's holes, an NBD server's zero extents).  Asked
- * afresh at every start, never stored: a slot written but not yet
- * committed when the server was killed reads as data now, and is not
- * taken for zero.  Failures only cost knowledge.
- */
-static void
-learn_zeros (struct thin *t)
-{
-  struct learn ln = { .t = t, .zeros = extmap_new () };
-  uint64_t size = t->map.nphys << t->shift;
-
-  if (ln.zeros == NULL || !engine_limits (t->e)->can_extents || size == 0 ||
-      engine_extents (t->e, 0, size, learn_extent, &ln) == -1)
-    dc_debug ("meta=%s: the backend does not say which slots read as "
-              "zeros: a new slot is zeroed around its first write", t->path);
-  else
-    extmap_iterate (ln.zeros, 0, learn_zero_run, &t->space);
-  extmap_free (ln.zeros);
-}
-
 struct sort_free {
   struct thin *t;
-  bool engine_pending;         /* the engine holds discards (state=) */
 };
 
 static int
 sort_free_run (const struct extent *x, void *opaque)
 {
-  struct sort_free *sf = opaque;
-  struct thin *t = sf->t;
+  struct thin *t = ((struct sort_free *) opaque)->t;
 
-  if (sf->engine_pending &&
-      engine_discard_pending (t->e, x->offset << t->shift,
+  if (engine_discard_pending (t->e, x->offset << t->shift,
                               x->length << t->shift))
     thin_space_add_pending (&t->space, x->offset, x->length);
   else
@@ -450,18 +448,31 @@ sort_free_run (const struct extent *x, void *opaque)
 }
 
 /* Free slots are clean, except those the engine still has a discard for
- * (loaded from state=); then the ones that read as zeros are learnt.
+ * (loaded from state=), and the clean ones are zero where the backend
+ * says so.  On a backend that reads zeros everywhere and has nothing
+ * pending, the free set becomes the zero map as it is (owned from now
+ * on: *unmapped is set to NULL).
  */
 static void
-sort_free (struct thin *t, const struct extmap *unmapped)
+sort_free (struct thin *t, struct extmap **unmapped)
 {
+  struct extmap *zeros = backend_zeros (t);
   struct sort_free sf = { .t = t };
   struct extent x;
+  bool all_zero;
   uint32_t now;
 
-  sf.engine_pending = engine_dump_batch (t->e, 0, &x, 1, &now) > 0;
-  extmap_iterate (unmapped, 0, sort_free_run, &sf);
-  learn_zeros (t);
+  all_zero = zeros && extmap_count (zeros) == 1 &&
+             extmap_bytes (zeros) == t->map.nphys;
+  if (engine_dump_batch (t->e, 0, &x, 1, &now) > 0)
+    extmap_iterate (*unmapped, 0, sort_free_run, &sf);
+  else {
+    thin_space_adopt (&t->space, *unmapped, all_zero);
+    *unmapped = NULL;
+  }
+  if (zeros && !all_zero)
+    extmap_iterate (zeros, 0, learn_zero_run, &t->space);
+  extmap_free (zeros);
 }
 
 int
@@ -485,7 +496,7 @@ thin_meta_open (struct thin *t)
   else if ((r = load_meta (t, fd, &unmapped)) == -1 && t->fd != fd)
     close (fd);
   if (r == 0) {
-    sort_free (t, unmapped);
+    sort_free (t, &unmapped);
     t->durable_seq = t->next_seq - 1;
     t->meta_bytes = t->journal_end;
   }

@@ -7,8 +7,12 @@
  *            Each run's time is the sequence number of its last free;
  *            a run that grows by merging becomes the most recent.
  *   clean    free slots with nothing to discard (never used since the
- *            map was loaded, or whose discard has gone out).
- *   zero     the part of clean known to read as zeros.
+ *            map was loaded, or whose discard has gone out), not known
+ *            to read as zeros;
+ *   zero     the same, known to read as zeros.
+ * Clean and zero are kept apart rather than zero as a part of clean, so
+ * that a start on a sparse backend takes the whole free set as its zero
+ * map as it is, with no insert per free run.
  *
  * Best fit by run length needs the pending runs ordered by length, then
  * recency, which the extent map's summaries (longest, oldest) do not
@@ -209,12 +213,28 @@ void
 thin_space_add_clean (struct thin_space *s, uint64_t p, uint64_t n,
                       bool zero)
 {
-  if (extmap_insert (s->clean, p, n, 0) == -1) {
+  if (extmap_insert (zero ? s->zero : s->clean, p, n, 0) == -1)
     lose (s, n);
-    return;
-  }
-  if (zero)
-    extmap_insert (s->zero, p, n, 0);   /* else only knowledge is lost */
+}
+
+void
+thin_space_adopt (struct thin_space *s, struct extmap *free_set, bool zero)
+{
+  struct extmap **to = zero ? &s->zero : &s->clean;
+
+  extmap_free (*to);
+  *to = free_set;
+}
+
+/* The clean or zero map that holds slot p, and its run there. */
+static struct extmap *
+clean_at (const struct thin_space *s, uint64_t p, struct extent *run)
+{
+  if (extmap_find_overlap (s->zero, p, 1, run))
+    return s->zero;
+  if (extmap_find_overlap (s->clean, p, 1, run))
+    return s->clean;
+  return NULL;
 }
 
 enum thin_free_kind
@@ -222,7 +242,7 @@ thin_space_find (const struct thin_space *s, uint64_t p, struct extent *run)
 {
   if (pending_at (s, p, run))
     return THIN_PENDING;
-  if (extmap_find_overlap (s->clean, p, 1, run))
+  if (clean_at (s, p, run))
     return THIN_CLEAN;
   return THIN_NOT_FREE;
 }
@@ -264,7 +284,14 @@ thin_space_best_pending (struct thin_space *s, uint64_t n, struct extent *run)
 bool
 thin_space_largest_clean (const struct thin_space *s, struct extent *run)
 {
-  return extmap_largest (s->clean, run);
+  struct extent z;
+
+  if (!extmap_largest (s->zero, &z))
+    return extmap_largest (s->clean, run);
+  if (!extmap_largest (s->clean, run) || z.length > run->length ||
+      (z.length == run->length && z.offset < run->offset))
+    *run = z;
+  return true;
 }
 
 bool
@@ -282,6 +309,9 @@ thin_space_is_zero (const struct thin_space *s, uint64_t p, uint64_t n)
          x.offset + x.length >= p + n;
 }
 
+/* Clean slots move to zero; a failure for want of memory only costs
+ * knowledge.
+ */
 void
 thin_space_learn_zero (struct thin_space *s, uint64_t p, uint64_t n)
 {
@@ -291,7 +321,9 @@ thin_space_learn_zero (struct thin_space *s, uint64_t p, uint64_t n)
   while (p < end && extmap_find_from (s->clean, p, &x) && x.offset < end) {
     uint64_t from = MAX (p, x.offset), to = MIN (end, x.offset + x.length);
 
-    extmap_insert (s->zero, from, to - from, 0);
+    if (extmap_insert (s->zero, from, to - from, 0) == 0 &&
+        extmap_remove (s->clean, from, to - from, NULL) == -1)
+      extmap_remove (s->zero, from, to - from, NULL);
     p = to;
   }
 }
@@ -342,10 +374,7 @@ thin_space_take (struct thin_space *s, uint64_t p, uint64_t n)
   case THIN_CLEAN:
     if (p + n > x.offset + x.length)
       break;
-    /* Knowledge first: a taken slot must never stay "zero". */
-    if (extmap_remove (s->zero, p, n, NULL) == -1)
-      return -1;
-    return extmap_remove (s->clean, p, n, NULL);
+    return extmap_remove (clean_at (s, p, &x), p, n, NULL);
   case THIN_NOT_FREE:
     break;
   }
@@ -356,7 +385,8 @@ thin_space_take (struct thin_space *s, uint64_t p, uint64_t n)
 uint64_t
 thin_space_slots (const struct thin_space *s)
 {
-  return extmap_bytes (s->pending) + extmap_bytes (s->clean);
+  return extmap_bytes (s->pending) + extmap_bytes (s->clean) +
+         extmap_bytes (s->zero);
 }
 
 void
@@ -367,10 +397,10 @@ thin_space_get_stats (const struct thin_space *s, struct thin_space_stats *st)
   st->pending = extmap_bytes (s->pending);
   st->pending_runs = extmap_count (s->pending);
   st->pending_largest = extmap_largest (s->pending, &x) ? x.length : 0;
-  st->clean = extmap_bytes (s->clean);
-  st->clean_runs = extmap_count (s->clean);
-  st->clean_largest = extmap_largest (s->clean, &x) ? x.length : 0;
   st->zero = extmap_bytes (s->zero);
+  st->clean = extmap_bytes (s->clean) + st->zero;
+  st->clean_runs = extmap_count (s->clean) + extmap_count (s->zero);
+  st->clean_largest = thin_space_largest_clean (s, &x) ? x.length : 0;
   st->memory = extmap_memory (s->pending) + extmap_memory (s->index) +
                extmap_memory (s->clean) + extmap_memory (s->zero);
 }

@@ -101,7 +101,7 @@ struct thin_space {
   struct extmap *index;        /* the pending runs by length class, most
                                   recently freed first (see thin-space.c) */
   struct extmap *clean;        /* free with nothing to discard */
-  struct extmap *zero;         /* the part of clean known to read zeros */
+  struct extmap *zero;         /* ... and known to read as zeros */
   uint32_t next_seq;           /* the next free sequence number */
   uint32_t seq_limit;          /* renumber when next_seq reaches it */
   uint64_t lost;               /* slots dropped for want of memory */
@@ -124,13 +124,22 @@ extern void thin_space_add_clean (struct thin_space *s, uint64_t p,
 extern void thin_space_add_pending (struct thin_space *s, uint64_t p,
                                     uint64_t n);
 
-/* The free run holding slot p, and its set (THIN_NOT_FREE: none). */
+/* Take free_set (a plain extent map of slot ranges, owned from now on)
+ * as all the clean slots, or all the zero ones; that set must be empty.
+ */
+extern void thin_space_adopt (struct thin_space *s, struct extmap *free_set,
+                              bool zero);
+
+/* The free run holding slot p, and its set (THIN_NOT_FREE: none; a
+ * clean run is all known zero or all not).
+ */
 extern enum thin_free_kind thin_space_find (const struct thin_space *s,
                                             uint64_t p, struct extent *run);
 
 /* The allocator's picks: the pending run that fits n best (the shortest
  * holding n, the most recently freed among those; if none holds n, the
- * longest); the longest clean run; the pending run freed longest ago.
+ * longest); the longest clean run (zero or not); the pending run freed
+ * longest ago.
  */
 extern bool thin_space_best_pending (struct thin_space *s, uint64_t n,
                                      struct extent *run);
