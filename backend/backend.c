@@ -123,6 +123,12 @@ backend_open (const char *spec, bool read_only)
   return open_path (spec, read_only);
 }
 
+int
+backend_lock (struct backend *b)
+{
+  return b->ops->lock ? b->ops->lock (b) : 0;
+}
+
 void
 backend_close (struct backend *b)
 {

@@ -65,6 +65,8 @@ struct backend_ops {
   /* Optional (NULL when !can_extents): describe [offset, offset+length). */
   int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
                   backend_extent_fn fn, void *opaque);
+  /* Optional: lock the store against other servers (backend_lock). */
+  int (*lock) (struct backend *b);
   void (*close) (struct backend *b);
 };
 
@@ -82,6 +84,16 @@ struct backend {
  * the reason reported (naming "backend" and the accepted forms).
  */
 extern struct backend *backend_open (const char *spec, bool read_only);
+
+/* Keep other servers off the store for as long as it is open: an
+ * exclusive lock, or a shared one when it is read-only.  A regular file
+ * takes an OFD lock on its whole length (backend/lock.c), which survives
+ * fork and goes with the last descriptor; the other kinds have nothing
+ * to lock here (a block device opened for writing is already O_EXCL).
+ * 0, or -1 with errno EAGAIN when another process holds it (reported,
+ * naming its pid when /proc shows it).
+ */
+extern int backend_lock (struct backend *b);
 
 /* Close the backend (NULL is allowed). */
 extern void backend_close (struct backend *b);

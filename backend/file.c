@@ -190,6 +190,12 @@ file_extents (struct backend *b, uint64_t offset, uint64_t length,
   return 0;
 }
 
+static int
+file_lock (struct backend *b)
+{
+  return backend_lock_fd (b, ((struct fd_backend *) b)->fd);
+}
+
 static const struct backend_ops file_ops = {
   .kind = "file",
   .pread = fd_backend_pread,
@@ -198,6 +204,7 @@ static const struct backend_ops file_ops = {
   .discard = file_discard,
   .flush = fd_backend_flush,
   .extents = file_extents,
+  .lock = file_lock,
   .close = fd_backend_close,
 };
 

@@ -75,6 +75,10 @@ extern int fd_backend_pwrite (struct backend *b, const void *buf,
 extern int fd_backend_flush (struct backend *b);
 extern void fd_backend_close (struct backend *b);
 
+/* backend_lock for a store on fd (lock.c). */
+extern int backend_lock_fd (struct backend *b, int fd)
+  __attribute__ ((nonnull (1)));
+
 /* fdatasync when fua is set (after a zero or a discard). */
 extern int fd_backend_sync_if (struct backend *b, bool fua);
 

@@ -9,6 +9,7 @@ libbackend_la_SOURCES = \
 	backend/backend.c \
 	backend/fd.c \
 	backend/file.c \
+	backend/lock.c \
 	backend/blkdev.c \
 	backend/nbd.c \
 	backend/nbd-conn.c \

@@ -16,8 +16,6 @@
 #include "parse.h"
 #include "strdup-null.h"
 
-const char engine_config_help[] = ENGINE_CONFIG_HELP;
-
 const char engine_config_runtime_keys[] = "delay, minlen, idle, rate and budget";
 
 /* The largest rate= accepted, in discards per second. */
@@ -130,6 +128,17 @@ set_on_full (const char *key, const char *value, enum on_full_policy *out)
   return 0;
 }
 
+/* budget=off (or 0) turns pacing off; anything else is a duration. */
+static int
+set_budget (const char *key, const char *value, uint64_t *out)
+{
+  if (strcmp (value, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  return parse_duration_ms (key, value, out);
+}
+
 int
 engine_config_set (struct engine_config *cfg, const char *key,
                    const char *value)
@@ -147,7 +156,7 @@ engine_config_set (struct engine_config *cfg, const char *key,
   if (strcmp (key, "rate") == 0)
     return parse_count (key, value, RATE_MAX, &cfg->rate);
   if (strcmp (key, "budget") == 0)
-    return parse_duration_ms (key, value, &cfg->budget_ms);
+    return set_budget (key, value, &cfg->budget_ms);
   if (strcmp (key, "max-extents") == 0)
     return set_max_extents (key, value, &cfg->max_extents);
   if (strcmp (key, "on-full") == 0)
@@ -177,9 +186,10 @@ engine_config_key_is_runtime (const char *key)
 const char *
 engine_config_forms (const char *key)
 {
-  if (strcmp (key, "delay") == 0 || strcmp (key, "idle") == 0 ||
-      strcmp (key, "budget") == 0)
+  if (strcmp (key, "delay") == 0 || strcmp (key, "idle") == 0)
     return PARSE_DURATION_FORMS;
+  if (strcmp (key, "budget") == 0)
+    return "off, or " PARSE_DURATION_FORMS;
   if (strcmp (key, "minlen") == 0)
     return PARSE_SIZE_FORMS;
   if (strcmp (key, "rate") == 0)

@@ -31,27 +31,6 @@ struct engine_config {
 /* The keys engine_set accepts while running, for messages. */
 extern const char engine_config_runtime_keys[];
 
-/* Help text for the keys, one per line, "key=VALUE  explanation" (the
- * macro is a string literal, for front-ends that need a constant).
- */
-#define ENGINE_CONFIG_HELP \
-  "delay=DURATION           Age before a pending discard is forwarded (30s).\n" \
-  "minlen=SIZE              Flusher skips shorter pending extents (0).\n" \
-  "granularity=auto|SIZE    Discard alignment, a power of two (auto).\n" \
-  "max-discard=auto|SIZE    Largest discard sent to the backend (auto).\n" \
-  "idle=DURATION            Client quiet time before forwarding (200ms).\n" \
-  "rate=N                   At most N discards per second, 0 = no limit (0).\n" \
-  "budget=DURATION          Pace forwarding by its measured cost: the extra\n" \
-  "                         client p99 latency it may cause, also under\n" \
-  "                         sustained load; replaces idle and rate (off).\n" \
-  "max-extents=N            Bound on pending extents (1M).\n" \
-  "on-full=forward|drop     What to do at max-extents (forward).\n" \
-  "flush-discards=BOOL      Client FLUSH forwards pending discards (false).\n" \
-  "passthrough=BOOL         Forward every trim at once, no caching (false).\n" \
-  "state=FILE               Save pending discards here at a clean stop and\n" \
-  "                         load them at the next start (none)."
-extern const char engine_config_help[];
-
 /* Fill in the defaults documented in the man page. */
 extern void engine_config_init (struct engine_config *cfg);
 

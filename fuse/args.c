@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "discardfuse.h"
+#include "keys.h"
 #include "log.h"
 
 #define USAGE \
@@ -110,9 +111,9 @@ print_help (void)
           "Mount MOUNTPOINT with two files: disk, the backend behind a\n"
           "write-cancellable discard cache, and stats (JSON).  Then:\n"
           "  losetup --direct-io=on -f --show MOUNTPOINT/disk\n\n"
-          "Keys (also accepted as -o KEY=VALUE):\n%s\n\n"
-          "See discardfuse(1).\n\nFUSE options:\n",
-          service_config_help);
+          "Keys (also accepted as -o KEY=VALUE):\n");
+  service_keys_write_help (stdout, SERVICE_FRONTEND_FUSE);
+  printf ("\nSee discardfuse(1).\n\nFUSE options:\n");
   fuse_cmdline_help ();
   fuse_lowlevel_help ();
 }

@@ -16,6 +16,7 @@
 #include <nbdkit-plugin.h>
 
 #include "ctl-proto.h"
+#include "keys.h"
 #include "service.h"
 #include "stats.h"
 #include "volume.h"
@@ -27,9 +28,31 @@ static struct service_config cfg;
 static struct service *service;
 static struct volume *volume;           /* service's, while it is open */
 
+/* --help's text, written from the table of keys at load.  nbdkit copies
+ * the plugin struct (the pointer to this buffer) before it calls .load
+ * and prints the help after it (nbdkit 1.32: server/plugins.c
+ * plugin_register, server/main.c), so the text is there in time.
+ * tests/test-keys.sh checks that it is, and whole.
+ */
+static char config_help[8192];
+
+static void
+write_config_help (void)
+{
+  FILE *fp = fmemopen (config_help, sizeof config_help, "w");
+
+  if (fp == NULL)
+    return;
+  service_keys_write_help (fp, SERVICE_FRONTEND_NBDKIT);
+  fputs ("See nbdkit-discardcache-plugin(1).", fp);
+  fclose (fp);
+  config_help[sizeof config_help - 1] = '\0';
+}
+
 static void
 discardcache_load (void)
 {
+  write_config_help ();
   service_config_init (&cfg);
 }
 
@@ -61,10 +84,6 @@ discardcache_config_complete (void)
 {
   return service_config_complete (&cfg);
 }
-
-#define discardcache_config_help \
-  SERVICE_CONFIG_HELP "\n" \
-  "See nbdkit-discardcache-plugin(1)."
 
 /* Open everything before serving, so a bad backend is an error at
  * start.
@@ -114,6 +133,7 @@ discardcache_dump_plugin (void)
   printf ("discardcache_ctl_protocol=%d\n", CTL_PROTOCOL_VERSION);
   printf ("discardcache_state=zstd\n");
   printf ("discardcache_thin=yes\n");
+  printf ("discardcache_locking=ofd\n");
 }
 
 static void *
@@ -260,7 +280,7 @@ static struct nbdkit_plugin plugin = {
   .unload             = discardcache_unload,
   .config             = discardcache_config,
   .config_complete    = discardcache_config_complete,
-  .config_help        = discardcache_config_help,
+  .config_help        = config_help,
   .magic_config_key   = "backend",
   .get_ready          = discardcache_get_ready,
   .after_fork         = discardcache_after_fork,

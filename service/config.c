@@ -1,6 +1,6 @@
-/* discardcache: the keys of every layer (see service.h).  The service's
- * own keys are parsed here; the others go to the volume's and the
- * engine's parsers.
+/* discardcache: the keys of every layer (see keys.h and service.h): the
+ * one table, the service's own parsers, and the dispatch through the
+ * table to the volume's and the engine's parsers.
  */
 #include <config.h>
 
@@ -15,17 +15,18 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "engine-config.h"
+#include "keys.h"
 #include "log.h"
 #include "parse.h"
 #include "service.h"
 #include "strdup-null.h"
 
-const char service_config_help[] = SERVICE_CONFIG_HELP;
-
 void
 service_config_init (struct service_config *cfg)
 {
   memset (cfg, 0, sizeof *cfg);
+  cfg->locking = true;
   engine_config_init (&cfg->engine);
   volume_config_init (&cfg->volume);
 }
@@ -42,7 +43,7 @@ service_config_free (struct service_config *cfg)
 }
 
 static int
-set_backend (const char *key, const char *value, char **out)
+set_backend (struct service_config *cfg, const char *key, const char *value)
 {
   char *copy;
 
@@ -57,15 +58,15 @@ set_backend (const char *key, const char *value, char **out)
     dc_error ("strdup: %m");
     return -1;
   }
-  free (*out);
-  *out = copy;
+  free (cfg->backend);
+  cfg->backend = copy;
   return 0;
 }
 
 #define CTL_FORMS "none, or the path of a Unix socket to create, e.g. /run/dc.sock"
 
 static int
-set_ctl (const char *key, const char *value, struct service_config *cfg)
+set_ctl (struct service_config *cfg, const char *key, const char *value)
 {
   struct sockaddr_un sun;
   char *path = NULL;
@@ -92,34 +93,201 @@ set_ctl (const char *key, const char *value, struct service_config *cfg)
   return 0;
 }
 
+static int
+set_readonly (struct service_config *cfg, const char *key, const char *value)
+{
+  return parse_bool (key, value, &cfg->read_only);
+}
+
+static int
+set_locking (struct service_config *cfg, const char *key, const char *value)
+{
+  return parse_bool (key, value, &cfg->locking);
+}
+
+static int
+set_statsfile (struct service_config *cfg, const char *key, const char *value)
+{
+  return parse_path (key, value, "a file name, e.g. /run/dc-stats.json",
+                     &cfg->statsfile);
+}
+
+#define ALL SERVICE_FRONTEND_ALL
+#define SERVICE SERVICE_LAYER_SERVICE
+#define VOLUME SERVICE_LAYER_VOLUME
+#define ENGINE SERVICE_LAYER_ENGINE
+
+/* In the order --help, the man pages and the README list them. */
+const struct service_key service_keys[] = {
+  { "backend", "PATH|URI", NULL, NULL,
+    "The file, block device or NBD URI to serve.",
+    SERVICE, false, ALL, set_backend },
+  { "delay", "DURATION", "30s", NULL,
+    "Age before a pending discard may be forwarded.",
+    ENGINE, true, ALL, NULL },
+  { "minlen", "SIZE", "0", NULL,
+    "The flusher leaves shorter pending extents.",
+    ENGINE, true, ALL, NULL },
+  { "granularity", "auto|SIZE", "auto", NULL,
+    "Alignment of forwarded discards, a power of two.",
+    ENGINE, false, ALL, NULL },
+  { "max-discard", "auto|SIZE", "auto", NULL,
+    "Largest discard sent to the backend.",
+    ENGINE, false, ALL, NULL },
+  { "idle", "DURATION", "200ms", NULL,
+    "Client quiet time before the flusher forwards.",
+    ENGINE, true, ALL, NULL },
+  { "rate", "N", "0", NULL,
+    "At most N discards per second, 0 for no limit.",
+    ENGINE, true, ALL, NULL },
+  { "budget", "off|DURATION", "off", NULL,
+    "Pace forwarding by its measured cost, the extra client p99 latency "
+    "it may cause, also under sustained load (replaces idle and rate).",
+    ENGINE, true, ALL, NULL },
+  { "max-extents", "N", "1M", NULL,
+    "Bound on pending extents (memory).",
+    ENGINE, false, ALL, NULL },
+  { "on-full", "forward|drop", "forward", NULL,
+    "What to do with the oldest extent at max-extents.",
+    ENGINE, false, ALL, NULL },
+  { "flush-discards", "BOOL", "false", NULL,
+    "A client FLUSH forwards pending discards first.",
+    ENGINE, false, ALL, NULL },
+  { "passthrough", "BOOL", "false", NULL,
+    "Forward every trim at once, no caching (a baseline).",
+    ENGINE, false, ALL, NULL },
+  { "readonly", "BOOL", "false", NULL,
+    "Open the backend read-only and export read-only.",
+    SERVICE, false, ALL, set_readonly },
+  { "locking", "BOOL", "on", NULL,
+    "Lock a regular-file backend against a second server (shared when "
+    "read-only); off shares it, at your own risk.",
+    SERVICE, false, ALL, set_locking },
+  { "statsfile", "FILE", NULL, "none",
+    "Write the statistics as JSON to FILE at exit.",
+    SERVICE, false, ALL, set_statsfile },
+  { "ctl", "SOCKET|none", NULL,
+    "PID.sock in $XDG_RUNTIME_DIR/discardcache, else in /run/discardcache",
+    "Control socket for discardctl; none for no socket.",
+    SERVICE, false, ALL, set_ctl },
+  { "state", "FILE", NULL, "none",
+    "Save pending discards to FILE at a clean stop, load them at the "
+    "next start.",
+    ENGINE, false, ALL, NULL },
+  { "thin", "BOOL", "off", NULL,
+    "Thin mode: map logical slots to physical ones, reusing freed slots.",
+    VOLUME, false, ALL, NULL },
+  { "slot", "SIZE", "64k", NULL,
+    "Thin mode's slot size, a power of two.",
+    VOLUME, false, ALL, NULL },
+  { "size", "SIZE", NULL, "the backend's",
+    "Thin mode's exported size.",
+    VOLUME, false, ALL, NULL },
+  { "meta", "FILE", NULL, "none, required with thin=on",
+    "Thin mode's slot map and journal (created if missing).",
+    VOLUME, false, ALL, NULL },
+};
+const size_t service_nkeys = sizeof service_keys / sizeof service_keys[0];
+
+#undef ALL
+#undef SERVICE
+#undef VOLUME
+#undef ENGINE
+
+const struct service_key *
+service_key_find (const char *name)
+{
+  for (size_t i = 0; i < service_nkeys; i++)
+    if (strcmp (service_keys[i].name, name) == 0)
+      return &service_keys[i];
+  return NULL;
+}
+
 int
 service_config_set (struct service_config *cfg, const char *key,
                     const char *value)
 {
+  const struct service_key *k = service_key_find (key);
   int r;
 
-  if (strcmp (key, "backend") == 0)
-    return set_backend (key, value, &cfg->backend);
-  if (strcmp (key, "readonly") == 0)
-    return parse_bool (key, value, &cfg->read_only);
-  if (strcmp (key, "ctl") == 0)
-    return set_ctl (key, value, cfg);
-  if (strcmp (key, "statsfile") == 0)
-    return parse_path (key, value, "a file name, e.g. /run/dc-stats.json",
-                       &cfg->statsfile);
-  r = volume_config_set (&cfg->volume, key, value);
-  if (r != 1)
-    return r;
-  return engine_config_set (&cfg->engine, key, value);
+  if (k == NULL)
+    return 1;
+  switch (k->layer) {
+  case SERVICE_LAYER_SERVICE:
+    return k->set (cfg, key, value);
+  case SERVICE_LAYER_VOLUME:
+    r = volume_config_set (&cfg->volume, key, value);
+    break;
+  case SERVICE_LAYER_ENGINE:
+    r = engine_config_set (&cfg->engine, key, value);
+    break;
+  default:
+    r = 1;
+  }
+  if (r == 1) {
+    /* The table and the layer's parser disagree: a bug, caught by
+     * tests/keys-table before it ships.
+     */
+    dc_error ("%s: internal error: the key is in the table but the %s "
+              "layer does not parse it", key, service_layer_name (k->layer));
+    errno = ENOSYS;
+    return -1;
+  }
+  return r;
 }
 
-/* The statistics are written only at exit: find out now, not then,
- * that they cannot be.
+/* The forms a client is told for a bad value: the layer's own words
+ * where it has them.
+ */
+static const char *
+value_forms (const struct service_key *k)
+{
+  const char *forms = NULL;
+
+  if (k->layer == SERVICE_LAYER_ENGINE)
+    forms = engine_config_forms (k->name);
+  return forms ? forms : k->forms;
+}
+
+int
+service_keys_check_runtime (const char *const *keys,
+                            const char *const *values, size_t n,
+                            char *err, size_t errlen)
+{
+  struct service_config scratch;
+  char can[256];
+  int r = 0;
+
+  service_runtime_keys_text (can, sizeof can, "and");
+  service_config_init (&scratch);
+  for (size_t i = 0; i < n && r == 0; i++) {
+    const struct service_key *k = service_key_find (keys[i]);
+
+    r = -1;
+    if (k == NULL)
+      snprintf (err, errlen, "set %s: unknown key: the keys that can be "
+                "changed while running are %s", keys[i], can);
+    else if (!k->runtime)
+      snprintf (err, errlen, "set %s: cannot be changed while running (only "
+                "at start): the keys that can are %s", keys[i], can);
+    else if (service_config_set (&scratch, keys[i], values[i]) != 0)
+      snprintf (err, errlen, "set %s=%s: invalid value: expected %s",
+                keys[i], values[i], value_forms (k));
+    else
+      r = 0;
+  }
+  service_config_free (&scratch);
+  return r;
+}
+
+/* The statistics and the state file are written only at the stop:
+ * find out now, before serving, that they cannot be.  Both are written
+ * as FILE.tmp, then renamed, so the directory must take new files.
  */
 static int
-check_statsfile (const char *statsfile)
+check_output_file (const char *key, const char *path)
 {
-  CLEANUP_FREE char *dir = strdup (statsfile);
+  CLEANUP_FREE char *dir = strdup (path);
   const char *parent;
   struct stat st;
 
@@ -127,15 +295,14 @@ check_statsfile (const char *statsfile)
     dc_error ("strdup: %m");
     return -1;
   }
-  if (stat (statsfile, &st) == 0 && S_ISDIR (st.st_mode)) {
-    dc_error ("statsfile=%s: is a directory: expected a file name",
-              statsfile);
+  if (stat (path, &st) == 0 && S_ISDIR (st.st_mode)) {
+    dc_error ("%s=%s: is a directory: expected a file name", key, path);
     errno = EISDIR;
     return -1;
   }
   parent = dirname (dir);
   if (access (parent, W_OK | X_OK) == -1) {
-    dc_error ("statsfile=%s: cannot write in %s: %m", statsfile, parent);
+    dc_error ("%s=%s: cannot write in %s: %m", key, path, parent);
     return -1;
   }
   return 0;
@@ -152,7 +319,11 @@ service_config_complete (const struct service_config *cfg)
   }
   if (volume_config_complete (&cfg->volume) == -1)
     return -1;
-  if (cfg->statsfile && check_statsfile (cfg->statsfile) == -1)
+  if (cfg->statsfile && check_output_file ("statsfile", cfg->statsfile) == -1)
+    return -1;
+  /* Read-only, the engine leaves the state file alone. */
+  if (cfg->engine.state && !cfg->read_only &&
+      check_output_file ("state", cfg->engine.state) == -1)
     return -1;
   return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "ctl-internal.h"
 #include "engine.h"
+#include "keys.h"
 #include "volume.h"
 #include "log.h"
 #include "stats.h"
@@ -233,29 +234,36 @@ do_pause (struct ctl_client *c, bool paused)
   return ctl_out_send (c);
 }
 
+/* Every pair is checked against the table of keys (keys.h) before any
+ * is applied, so a bad one changes nothing; the runtime keys are all
+ * the engine's.
+ */
 static int
 do_set (struct ctl_client *c, const struct ctl_request *req)
 {
   char msg[512];
   FILE *fp;
 
-  if (!engine_config_key_is_runtime (req->key)) {
-    snprintf (msg, sizeof msg, "set %s: cannot be changed while running: "
-              "the runtime keys are %s", req->key, engine_config_runtime_keys);
+  if (service_keys_check_runtime (req->keys, req->values, req->nset, msg,
+                                  sizeof msg) == -1)
     return ctl_send_error (c, msg);
-  }
-  if (engine_set (c->s->e, req->key, req->value) == -1) {
-    snprintf (msg, sizeof msg, "set %s=%s: invalid value: expected %s",
-              req->key, req->value, engine_config_forms (req->key));
-    return ctl_send_error (c, msg);
-  }
+  for (size_t i = 0; i < req->nset; i++)
+    if (service_key_find (req->keys[i])->layer != SERVICE_LAYER_ENGINE ||
+        engine_set (c->s->e, req->keys[i], req->values[i]) == -1) {
+      snprintf (msg, sizeof msg, "set %s=%s: internal error: checked, but "
+                "not applied (the pairs before it were)", req->keys[i],
+                req->values[i]);
+      return ctl_send_error (c, msg);
+    }
   if ((fp = ctl_out_open (c)) == NULL)
     return -1;
-  fputs ("{\"ok\":true,\"set\":", fp);
-  ctl_json_string (fp, req->key);
-  fputs (",\"value\":", fp);
-  ctl_json_string (fp, req->value);
-  fputs ("}\n", fp);
+  for (size_t i = 0; i < req->nset; i++) {
+    fputs (i + 1 < req->nset ? "{\"set\":" : "{\"ok\":true,\"set\":", fp);
+    ctl_json_string (fp, req->keys[i]);
+    fputs (",\"value\":", fp);
+    ctl_json_string (fp, req->values[i]);
+    fputs ("}\n", fp);
+  }
   return ctl_out_send (c);
 }
 

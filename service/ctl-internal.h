@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #include "ctl-proto.h"
@@ -29,6 +30,9 @@ struct ctl_server {
   struct engine *e;
   struct volume *v;
   char path[sizeof ((struct sockaddr_un *) 0)->sun_path];
+  bool default_path;           /* PID.sock in the default directory */
+  pid_t pid;                   /* the process that bound it */
+  bool started;                /* the listener thread runs */
   int listen_fd;
   int stop_pipe[2];            /* readable once stopping: wakes every poll */
   atomic_bool stopping;

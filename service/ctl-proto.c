@@ -8,7 +8,10 @@
 
 #include "ctl-proto.h"
 
-#define MAX_TOKENS 4
+/* The command and its arguments: set has the most, and one more tells
+ * it that there are too many.
+ */
+#define MAX_TOKENS (2 + CTL_SET_MAX)
 
 static const struct {
   const char *name;
@@ -88,19 +91,40 @@ parse_dump (char **arg, size_t nargs, struct ctl_request *req,
   return 0;
 }
 
+#define SET_FORMS "expected set KEY=VALUE [KEY=VALUE...], e.g. set delay=10s"
+
 static int
 parse_set (char **arg, size_t nargs, struct ctl_request *req,
            char *err, size_t errlen)
 {
-  char *eq = nargs == 1 ? strchr (arg[0], '=') : NULL;
-
-  if (eq == NULL || eq == arg[0]) {
-    snprintf (err, errlen, "set: expected one KEY=VALUE, e.g. set delay=10s");
+  if (nargs == 0) {
+    snprintf (err, errlen, "set: " SET_FORMS);
     return -1;
   }
-  *eq = '\0';
-  req->key = arg[0];
-  req->value = eq + 1;
+  if (nargs > CTL_SET_MAX) {
+    snprintf (err, errlen, "set: %zu pairs, at most %d: " SET_FORMS,
+              nargs, CTL_SET_MAX);
+    return -1;
+  }
+  for (size_t i = 0; i < nargs; i++) {
+    char *eq = strchr (arg[i], '=');
+
+    if (eq == NULL || eq == arg[i]) {
+      snprintf (err, errlen, "set: '%.64s' is not KEY=VALUE: " SET_FORMS,
+                arg[i]);
+      return -1;
+    }
+    *eq = '\0';
+    for (size_t j = 0; j < i; j++)
+      if (strcmp (req->keys[j], arg[i]) == 0) {
+        snprintf (err, errlen, "set: %.64s given twice: give each key once",
+                  arg[i]);
+        return -1;
+      }
+    req->keys[i] = arg[i];
+    req->values[i] = eq + 1;
+  }
+  req->nset = nargs;
   return 0;
 }
 

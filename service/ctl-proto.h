@@ -9,7 +9,9 @@
  * The last line of every reply carries "ok" (true, or false with
  * "error"); lines before it (dump extents, flush progress) do not.
  * Requests: stats | flush [--wait] [--progress] | dump [--map] | pause | resume |
- * set KEY=VALUE | help.
+ * set KEY=VALUE [KEY=VALUE...] | help.  set answers one line
+ * {"set":KEY,"value":VALUE} per pair, the last with "ok":true, so that a
+ * single pair gets the one line it got before several were allowed.
  */
 #ifndef DISCARDCACHE_CTL_PROTO_H
 #define DISCARDCACHE_CTL_PROTO_H
@@ -23,7 +25,10 @@
 #define CTL_MAX_LINE 4096
 /* The commands, as help and error replies list them. */
 #define CTL_COMMANDS \
-  "stats, flush [--wait] [--progress], dump [--map], pause, resume, set KEY=VALUE, help"
+  "stats, flush [--wait] [--progress], dump [--map], pause, resume, " \
+  "set KEY=VALUE [KEY=VALUE...], help"
+/* Most KEY=VALUE pairs in one set request. */
+#define CTL_SET_MAX 16
 
 enum ctl_command {
   CTL_STATS,
@@ -40,8 +45,9 @@ struct ctl_request {
   bool wait;                   /* flush --wait */
   bool progress;               /* flush --progress (implies --wait) */
   bool map;                    /* dump --map: the thin slot map */
-  const char *key;             /* set: point into the parsed line */
-  const char *value;
+  size_t nset;                 /* set: pairs, each different keys, */
+  const char *keys[CTL_SET_MAX]; /* pointing into the parsed line */
+  const char *values[CTL_SET_MAX];
 };
 
 /* Parse one request line of len bytes (no newline; a trailing "\r" is

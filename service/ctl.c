@@ -306,6 +306,22 @@ listener_thread (void *arg)
   }
 }
 
+/* The default socket's path in the default directory, for pid. */
+static int
+default_path_for (char *path, size_t n, pid_t pid)
+{
+  char dir[sizeof ((struct sockaddr_un *) 0)->sun_path];
+
+  if (ctl_default_dir (dir, sizeof dir) == -1 ||
+      snprintf (path, n, "%s/%d.sock", dir, (int) pid) >= (int) n) {
+    dc_error ("ctl: the default socket directory is too long a path: set "
+              "ctl=PATH or XDG_RUNTIME_DIR");
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  return 0;
+}
+
 /* The default directory is private: created 0700, and if it exists it
  * must be ours and not writable by anyone else.
  */
@@ -315,14 +331,9 @@ default_path (struct ctl_server *s)
   char dir[sizeof s->path];
   struct stat st;
 
-  if (ctl_default_dir (dir, sizeof dir) == -1 ||
-      snprintf (s->path, sizeof s->path, "%s/%d.sock", dir, (int) getpid ())
-        >= (int) sizeof s->path) {
-    dc_error ("ctl: the default socket directory is too long a path: set "
-              "ctl=PATH or XDG_RUNTIME_DIR");
-    errno = ENAMETOOLONG;
+  if (default_path_for (s->path, sizeof s->path, s->pid) == -1 ||
+      ctl_default_dir (dir, sizeof dir) == -1)
     return -1;
-  }
   if (mkdir (dir, 0700) == -1 && errno != EEXIST) {
     dc_error ("ctl: cannot create %s: %m (set ctl=PATH or ctl=none)", dir);
     return -1;
@@ -334,7 +345,30 @@ default_path (struct ctl_server *s)
     errno = EPERM;
     return -1;
   }
+  s->default_path = true;
   return 0;
+}
+
+/* The process forked since the socket was bound at the parent's
+ * PID.sock: rename it to ours, so that discardctl's list names the
+ * server that answers.  A rename keeps the bound socket (it is the same
+ * inode); a client that connected meanwhile reached this server anyway.
+ * On failure the socket keeps serving at the old name.
+ */
+static void
+rename_to_pid (struct ctl_server *s)
+{
+  char path[sizeof s->path];
+
+  if (default_path_for (path, sizeof path, getpid ()) == -1)
+    return;
+  if (rename (s->path, path) == -1) {
+    dc_error ("ctl: cannot rename %s to %s after the fork: %m: serving at "
+              "the old name", s->path, path);
+    return;
+  }
+  memcpy (s->path, path, sizeof path);
+  s->pid = getpid ();
 }
 
 static int
@@ -399,7 +433,8 @@ open_socket (struct ctl_server *s)
     step = "listen";
   if (step) {
     if (errno != EADDRINUSE && errno != EEXIST)
-      dc_error ("ctl=%s: %s: %m", s->path, step);
+      dc_error ("ctl=%s: cannot create the control socket: %s: %m", s->path,
+                step);
     if (strcmp (step, "bind") != 0)
       unlink (s->path);
     close (fd);
@@ -423,7 +458,7 @@ free_server (struct ctl_server *s)
 }
 
 struct ctl_server *
-ctl_start (struct engine *e, struct volume *v, const char *path)
+ctl_open (const char *path)
 {
   struct ctl_server *s = calloc (1, sizeof *s);
   int err;
@@ -432,8 +467,7 @@ ctl_start (struct engine *e, struct volume *v, const char *path)
     dc_error ("ctl: out of memory");
     return NULL;
   }
-  s->e = e;
-  s->v = v;
+  s->pid = getpid ();
   s->listen_fd = s->stop_pipe[0] = s->stop_pipe[1] = -1;
   if (path)
     snprintf (s->path, sizeof s->path, "%s", path);
@@ -441,12 +475,6 @@ ctl_start (struct engine *e, struct volume *v, const char *path)
     goto err;
   if (pipe2 (s->stop_pipe, O_CLOEXEC | O_NONBLOCK) == -1) {
     dc_error ("ctl: pipe2: %m");
-    goto err;
-  }
-  err = pthread_create (&s->thread, NULL, listener_thread, s);
-  if (err) {
-    errno = err;
-    dc_error ("ctl: cannot start the listener thread: %m");
     goto err;
   }
   dc_debug ("ctl: control socket %s (discardctl -s %s)", s->path, s->path);
@@ -459,18 +487,41 @@ ctl_start (struct engine *e, struct volume *v, const char *path)
   return NULL;
 }
 
+int
+ctl_start (struct ctl_server *s, struct engine *e, struct volume *v)
+{
+  int err;
+
+  s->e = e;
+  s->v = v;
+  if (s->default_path && s->pid != getpid ()) {
+    rename_to_pid (s);
+    dc_debug ("ctl: control socket %s (discardctl -s %s)", s->path, s->path);
+  }
+  err = pthread_create (&s->thread, NULL, listener_thread, s);
+  if (err) {
+    errno = err;
+    dc_error ("ctl: cannot start the listener thread: %m");
+    return -1;
+  }
+  s->started = true;
+  return 0;
+}
+
 void
 ctl_stop (struct ctl_server *s)
 {
   if (s == NULL)
     return;
   atomic_store (&s->stopping, true);
-  if (write (s->stop_pipe[1], "x", 1) == -1)
-    dc_error ("ctl: cannot wake the control threads: %m");
-  pthread_join (s->thread, NULL);
-  for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-    if (s->clients[i].used)
-      pthread_join (s->clients[i].thread, NULL);
+  if (s->started) {
+    if (write (s->stop_pipe[1], "x", 1) == -1)
+      dc_error ("ctl: cannot wake the control threads: %m");
+    pthread_join (s->thread, NULL);
+    for (int i = 0; i < CTL_MAX_CLIENTS; i++)
+      if (s->clients[i].used)
+        pthread_join (s->clients[i].thread, NULL);
+  }
   free_server (s);
 }
 

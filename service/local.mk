@@ -7,6 +7,8 @@ libservice_la_SOURCES = \
 	service/ctl.h \
 	service/ctl-commands.c \
 	service/ctl-internal.h \
+	service/keys.h \
+	service/keys-help.c \
 	service/service.c \
 	service/service.h \
 	service/stats.c \

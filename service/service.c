@@ -21,10 +21,27 @@ struct service {
   struct service_config cfg;
   struct engine *engine;
   struct volume *volume;
-  struct ctl_server *ctl;           /* NULL: none, or not started */
+  struct ctl_server *ctl;           /* NULL: none */
   bool started;
   bool stopped;
 };
+
+/* The control socket is created here, before the front-end forks or
+ * daemonises, so that a ctl=PATH where it cannot be made fails the start
+ * while the command that started the server can still tell; it is
+ * served from service_start.  At the default path a failure is only
+ * reported: the server serves without a socket.
+ */
+static int
+open_ctl (struct service *s)
+{
+  if (s->cfg.ctl_disabled) {
+    dc_debug ("ctl=none: no control socket");
+    return 0;
+  }
+  s->ctl = ctl_open (s->cfg.ctl);
+  return s->ctl == NULL && s->cfg.ctl != NULL ? -1 : 0;
+}
 
 struct service *
 service_open_backend (const struct service_config *cfg, struct backend *b)
@@ -36,8 +53,14 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
     backend_close (b);
     return NULL;
   }
-  if (service_config_copy (&s->cfg, cfg) == -1) {
+  /* The backend locked and the control socket bound before the engine
+   * loads state=: a state file must not be consumed by a server that
+   * will not start.
+   */
+  if (service_config_copy (&s->cfg, cfg) == -1 ||
+      (cfg->locking && backend_lock (b) == -1) || open_ctl (s) == -1) {
     backend_close (b);
+    service_config_free (&s->cfg);
     free (s);
     return NULL;
   }
@@ -53,7 +76,11 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
   {
     int saved_errno = errno;
 
+    /* What the engine took from state= goes back there. */
+    if (s->engine)
+      engine_stop (s->engine, 0);
     engine_close (s->engine);
+    ctl_stop (s->ctl);
     service_config_free (&s->cfg);
     free (s);
     errno = saved_errno;
@@ -69,24 +96,16 @@ service_open (const struct service_config *cfg)
   return b ? service_open_backend (cfg, b) : NULL;
 }
 
-/* The control socket first: at an explicit path, failing it fails the
- * start before any thread runs.
+/* The threads, after any fork: the control socket's listener, then the
+ * flusher.
  */
 int
 service_start (struct service *s)
 {
-  if (!s->cfg.ctl_disabled) {
-    s->ctl = ctl_start (s->engine, s->volume, s->cfg.ctl);
-    if (s->ctl == NULL && s->cfg.ctl != NULL)
-      return -1;
-  }
-  else
-    dc_debug ("ctl=none: no control socket");
-  if (engine_start (s->engine) == -1) {
-    ctl_stop (s->ctl);
-    s->ctl = NULL;
+  if (s->ctl && ctl_start (s->ctl, s->engine, s->volume) == -1)
     return -1;
-  }
+  if (engine_start (s->engine) == -1)
+    return -1;
   s->started = true;
   return 0;
 }

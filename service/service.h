@@ -2,8 +2,11 @@
  * discardfuse) share: the keys, and the lifecycle of everything below
  * them.
  *
- *   open   the backend, then the engine, the volume (identity or thin)
- *   start  the control server and the engine's flusher (after any fork)
+ *   open   everything that can fail, before any fork: the backend
+ *          (locked), the control socket (bound), the engine (state=
+ *          loaded), the volume (identity or thin, meta= locked)
+ *   start  the threads, after any fork: the control socket's listener
+ *          and the engine's flusher
  *   stop   the control server down, the engine stopped (pending discards
  *          saved to state= or forwarded, bounded), the statsfile written
  *   close  the volume's metadata made durable, then the engine and the
@@ -27,26 +30,13 @@
 struct service_config {
   char *backend;               /* path or NBD URI (owned) */
   bool read_only;
+  bool locking;                /* lock a regular-file backend (OFD lock) */
   char *ctl;                   /* control socket path (owned); NULL: default */
   bool ctl_disabled;           /* ctl=none */
   char *statsfile;             /* statistics as JSON at stop (owned) */
   struct engine_config engine;
   struct volume_config volume;
 };
-
-/* The keys of every layer, one per line, "key=VALUE  explanation", for
- * --help (the macro is a string literal, for nbdkit's config_help).
- */
-#define SERVICE_CONFIG_HELP \
-  "backend=PATH|URI         (required) file, block device or NBD URI to serve.\n" \
-  "readonly=BOOL            Open the backend read-only and export read-only.\n" \
-  ENGINE_CONFIG_HELP "\n" \
-  "ctl=PATH|none            Control socket for discardctl (default:\n" \
-  "                         $XDG_RUNTIME_DIR/discardcache/PID.sock, else\n" \
-  "                         /run/discardcache/PID.sock).\n" \
-  "statsfile=FILE           Write the statistics as JSON here at exit.\n" \
-  VOLUME_CONFIG_HELP
-extern const char service_config_help[];
 
 /* Fill in the defaults documented in the man pages. */
 extern void service_config_init (struct service_config *cfg);
@@ -58,22 +48,28 @@ extern void service_config_free (struct service_config *cfg);
 extern int service_config_copy (struct service_config *dst,
                                 const struct service_config *src);
 
-/* Apply one key=value of any layer.  Returns 0, -1 on a bad value
- * (reported naming the key and the accepted forms; cfg unchanged), or 1
- * if key is not a key at all.
+/* Apply one key=value of any layer, through the table of keys.h.
+ * Returns 0, -1 on a bad value (reported naming the key and the accepted
+ * forms; cfg unchanged), or 1 if key is not a key at all.
  */
 extern int service_config_set (struct service_config *cfg, const char *key,
                                const char *value);
 
 /* Check what single keys cannot: backend= present, the volume's keys
- * together, statsfile= writable.  0, or -1 (reported).
+ * together, the directories of statsfile= and state= there and
+ * writable.  0, or -1 (reported).
  */
 extern int service_config_complete (const struct service_config *cfg);
 
 struct service;
 
-/* Open the backend the config names, then the engine and the volume.
- * The config is copied.  NULL with errno set on failure (reported).
+/* Open the backend the config names and lock it (locking=), create the
+ * control socket, open the engine and the volume: everything that can
+ * fail, so that a front-end calls this before it forks or daemonises.
+ * The config (checked by service_config_complete) is copied.  NULL with
+ * errno set on failure (reported, naming the key), and then nothing is
+ * left: no socket, no lock, and what the engine took from state= is
+ * saved there again.
  */
 extern struct service *service_open (const struct service_config *cfg);
 
@@ -83,10 +79,10 @@ extern struct service *service_open (const struct service_config *cfg);
 extern struct service *service_open_backend (const struct service_config *cfg,
                                              struct backend *b);
 
-/* Start the control server (unless ctl=none) and the flusher: after the
- * front-end has forked or daemonised, never before.  A control socket at
- * an explicit ctl=PATH that cannot be created fails the start; at the
- * default path the failure is only reported.
+/* Start the threads: the control socket's listener (renaming a default
+ * PID.sock to this process's pid if it has forked since service_open)
+ * and the flusher.  After the front-end has forked or daemonised, never
+ * before.  0, or -1 (reported).
  */
 extern int service_start (struct service *s);
 
@@ -104,7 +100,7 @@ extern void service_close (struct service *s);
 /* The data path and the statistics. */
 extern struct volume *service_volume (const struct service *s);
 
-/* The control socket's path while it is served, else NULL. */
+/* The control socket's path, NULL without one. */
 extern const char *service_ctl_path (const struct service *s);
 
 #endif /* DISCARDCACHE_SERVICE_H */

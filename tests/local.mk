@@ -8,6 +8,7 @@ include tests/backend.mk
 include tests/engine.mk
 include tests/fuse.mk
 include tests/ctl.mk
+include tests/service.mk
 include tests/state.mk
 include tests/pacing.mk
 include tests/fuzz.mk

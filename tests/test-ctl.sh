@@ -85,9 +85,23 @@ assert dump[-1]["extents"] == 11 and dump[-1]["bytes"] == 10 * 16384 + 1000
 assert ok(c, "pause")[-1]["paused"] is True
 assert ok(c, "stats")[-1]["paused"] is True
 assert ok(c, "resume")[-1]["paused"] is False
-r = ok(c, "set delay=2h")[-1]
-assert r["set"] == "delay" and r["value"] == "2h", r
+r = ok(c, "set delay=2h")
+assert r == [{"ok": True, "set": "delay", "value": "2h"}], r
 ok(c, "set minlen=64k"); ok(c, "set idle=10ms"); ok(c, "set rate=0")
+# Several pairs: a line each, in order, the last with "ok"; all checked
+# before any is applied (budget shows in the statistics).
+r = ok(c, "set budget=3ms rate=0 idle=10ms")
+assert r == [{"set": "budget", "value": "3ms"}, {"set": "rate", "value": "0"},
+             {"ok": True, "set": "idle", "value": "10ms"}], r
+assert ok(c, "stats")[-1]["budget_us"] == 3000
+for req, says in [("set budget=7ms delay=soon", "set delay=soon: invalid value"),
+                  ("set budget=7ms foo=bar", "set foo: unknown key"),
+                  ("set budget=7ms max-extents=5", "set max-extents: cannot be changed while running"),
+                  ("set budget=7ms budget=8ms", "budget given twice")]:
+    error(c, req, says)
+    assert ok(c, "stats")[-1]["budget_us"] == 3000, req
+ok(c, "set budget=off")
+assert ok(c, "stats")[-1]["budget_us"] == 0
 assert "stats" in ok(c, "help")[-1]["commands"]
 r = ok(c, "flush --wait --progress")
 assert r[-1]["flush"] == "done" and r[-1]["forwarded_bytes"] == 10 * 16384, r
@@ -106,6 +120,9 @@ error(c, "set delay=soon", "expected a duration")
 error(c, "set minlen=-1", "expected a size")
 error(c, "set rate=fast", "whole number")
 error(c, "set backend=/etc/passwd", "cannot be changed while running")
+error(c, "set foo=bar", "set foo: unknown key: the keys that can be changed "
+      "while running are delay, minlen, idle, rate and budget")
+error(c, "set budget=soon", "expected off, or a duration")
 error(c, "set delay", "KEY=VALUE")
 error(c, "frobnicate", "unknown command 'frobnicate'")
 error(c, "stats please", "takes no arguments")

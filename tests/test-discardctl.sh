@@ -108,6 +108,19 @@ expect 1 -s "$ctl" set delay=soon
 out_has "set delay=soon: invalid value: expected a duration"
 expect 1 -s "$ctl" set granularity=4k
 out_has "cannot be changed while running"
+# Several at once: each printed; one bad pair and nothing changes.
+expect 0 -s "$ctl" set delay=2h idle=1s budget=5ms
+[ "$(cat "$dir/out")" = "$(printf 'delay=2h\nidle=1s\nbudget=5ms')" ] ||
+    { cat "$dir/out"; fail "set with three pairs"; }
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 5000 ] || fail "budget=5ms not set"
+expect 1 -s "$ctl" set budget=9ms foo=bar
+out_has "set foo: unknown key"
+expect 1 -s "$ctl" set budget=9ms delay=soon
+out_has "set delay=soon: invalid value"
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 5000 ] ||
+    fail "a refused set changed budget"
+expect 0 -s "$ctl" set budget=off
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 0 ] || fail "budget=off not set"
 
 # flush: without a terminal, the summary; then nothing but the fragment.
 expect 0 -s "$ctl" flush --wait
@@ -130,6 +143,8 @@ expect 2 -s "$ctl" pause now
 expect 2 -s "$ctl" set
 expect 2 -s "$ctl" set delay
 expect 2 -s "$ctl" set 'delay=1 s'
+expect 2 -s "$ctl" set delay=1s idle
+out_has "set idle: expected KEY=VALUE"
 expect 0 --help
 out_has "Usage: discardctl"
 expect 0 --version
@@ -171,10 +186,12 @@ if script -qc true /dev/null >/dev/null 2>&1; then
 fi
 
 # Finding the socket: the one live PID.sock in $XDG_RUNTIME_DIR/discardcache.
+# Each server has a disk of its own: a served file is locked.
 xdg=$dir/xdg
 mkdir "$xdg"
+truncate -s 64M "$dir/disk.a" "$dir/disk.n" "$dir/disk.b" "$dir/disk.f"
 XDG_RUNTIME_DIR=$xdg start_nbdkit -v -P "$dir/a.pid" -U "$dir/a.sock" "$PLUGIN" \
-    backend="$dir/disk" 2>"$dir/a.log"
+    backend="$dir/disk.a" 2>"$dir/a.log"
 a=$(cat "$dir/a.pid")
 wait_for_ctl "$xdg/discardcache/$a.sock"
 [ "$(stat -c %a "$xdg/discardcache")" = 700 ] || fail "default directory is not 0700"
@@ -187,7 +204,7 @@ XDG_RUNTIME_DIR=$xdg expect 0 stats --json
 [ "$(jq .trims "$dir/out")" = 0 ] || fail "the default socket reached another server"
 # ctl=none: no socket (checked once the engine has started).
 XDG_RUNTIME_DIR=$xdg start_nbdkit -v -P "$dir/n.pid" -U "$dir/n.sock" "$PLUGIN" \
-    backend="$dir/disk" readonly=true ctl=none 2>"$dir/n.log"
+    backend="$dir/disk.n" readonly=true ctl=none 2>"$dir/n.log"
 for (( i = 0; i < 300; i++ )); do
     grep -q "ctl=none: no control socket" "$dir/n.log" && break
     sleep 0.1
@@ -196,7 +213,7 @@ grep -q "ctl=none: no control socket" "$dir/n.log" || fail "the ctl=none server 
 [ "$(ls "$xdg/discardcache" | wc -l)" -eq 2 ] || fail "ctl=none created a socket"
 # Two servers: a list, exit 2; DISCARDCACHE_CTL picks one.
 XDG_RUNTIME_DIR=$xdg start_nbdkit -P "$dir/b.pid" -U "$dir/b.sock" "$PLUGIN" \
-    backend="$dir/disk" readonly=true
+    backend="$dir/disk.b" readonly=true
 b=$(cat "$dir/b.pid")
 wait_for_ctl "$xdg/discardcache/$b.sock"
 XDG_RUNTIME_DIR=$xdg expect 2 stats
@@ -210,7 +227,7 @@ out_has "no control socket found in $dir/nowhere/discardcache"
 
 # stats --file: the statistics a server left in statsfile= (here after
 # a clean stop), read without a server, in each format.
-start_nbdkit -P "$dir/f.pid" -U "$dir/f.sock" "$PLUGIN" backend="$dir/disk" \
+start_nbdkit -P "$dir/f.pid" -U "$dir/f.sock" "$PLUGIN" backend="$dir/disk.f" \
     statsfile="$dir/f.json" ctl=none
 /usr/bin/python3 -c '
 import sys, nbd

@@ -34,7 +34,7 @@
   "  dump [--json]             pending extents: offset length age_ms\n" \
   "  dump --map [--json]       thin mode's slot map: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
-  "  set KEY=VALUE             change delay, minlen, idle, rate or budget\n" \
+  "  set KEY=VALUE...          change delay, minlen, idle, rate or budget\n" \
   "\n" \
   "Options:\n" \
   "  -s, --socket=SOCKET       the server's control socket (default:\n" \
@@ -62,7 +62,8 @@ struct cmdline {
   const char *file;            /* stats --file */
   bool wait;
   bool progress;
-  const char *assignment;      /* set */
+  char **assignments;          /* set: KEY=VALUE words */
+  int nassignments;
 };
 
 static int
@@ -323,18 +324,29 @@ cmd_pause (const struct cmdline *cl, struct ctl_conn *conn)
   return r;
 }
 
+/* One request for every pair: the server checks them all before it
+ * applies any, and answers a line for each.
+ */
 static int
 cmd_set (const struct cmdline *cl, struct ctl_conn *conn)
 {
-  char request[CTL_MAX_LINE + 1];
+  char request[CTL_MAX_LINE + 1] = "set";
   struct jf_object o;
+  size_t len = 3;
   int r;
 
-  snprintf (request, sizeof request, "set %s", cl->assignment);
-  r = simple_request (conn, request, &o);
-  if (r == EXIT_OK && jf_str (&o, "set") && jf_str (&o, "value"))
-    printf ("%s=%s\n", jf_str (&o, "set"), jf_str (&o, "value"));
-  return r;
+  for (int i = 0; i < cl->nassignments; i++)
+    len += snprintf (request + len, sizeof request - len, " %s",
+                     cl->assignments[i]);
+  if ((r = ctl_conn_send (conn, request)) != EXIT_OK)
+    return r;
+  while ((r = ctl_conn_read (conn, &o)) >= 0) {
+    if (jf_str (&o, "set") && jf_str (&o, "value"))
+      printf ("%s=%s\n", jf_str (&o, "set"), jf_str (&o, "value"));
+    if (r == 1)
+      break;
+  }
+  return r == -1 ? EXIT_CONNECT : ctl_conn_verdict (conn, &o);
 }
 
 /* Command options.  Each returns EXIT_OK or EXIT_USAGE (reported). */
@@ -416,8 +428,11 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
       return usage_error ("%s: unknown or misplaced option (see --help)",
                           cl->command);
   }
-  if (strcmp (cl->command, "set") == 0 && argc - optind == 1)
-    cl->assignment = argv[optind++];
+  if (strcmp (cl->command, "set") == 0) {
+    cl->assignments = argv + optind;
+    cl->nassignments = argc - optind;
+    optind = argc;
+  }
   if (optind < argc)
     return usage_error ("unexpected argument '%s' (see --help)", argv[optind]);
   return EXIT_OK;
@@ -426,14 +441,35 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
 static int
 check_assignment (const char *a)
 {
-  if (a == NULL)
-    return usage_error ("set: expected KEY=VALUE, e.g. set delay=10s");
-  if (strchr (a, '=') == NULL || a[0] == '=' || strlen (a) >= CTL_MAX_LINE - 4)
+  if (strchr (a, '=') == NULL || a[0] == '=')
     return usage_error ("set %s: expected KEY=VALUE, e.g. set delay=10s", a);
   for (const char *p = a; *p; p++)
     if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e)
       return usage_error ("set %s: KEY=VALUE must be printable text without "
                           "spaces", a);
+  return EXIT_OK;
+}
+
+/* The server checks the keys and values; this checks the words. */
+static int
+check_assignments (const struct cmdline *cl)
+{
+  size_t len = 3;
+  int r;
+
+  if (cl->nassignments == 0)
+    return usage_error ("set: expected KEY=VALUE..., e.g. set delay=10s");
+  if (cl->nassignments > CTL_SET_MAX)
+    return usage_error ("set: %d pairs, at most %d", cl->nassignments,
+                        CTL_SET_MAX);
+  for (int i = 0; i < cl->nassignments; i++) {
+    if ((r = check_assignment (cl->assignments[i])) != EXIT_OK)
+      return r;
+    len += 1 + strlen (cl->assignments[i]);
+  }
+  if (len > CTL_MAX_LINE)
+    return usage_error ("set: the request would be %zu bytes, at most %d",
+                        len, CTL_MAX_LINE);
   return EXIT_OK;
 }
 
@@ -483,7 +519,7 @@ main (int argc, char **argv)
                         "pause, resume or set", cl.command);
   r = parse_command_options (&cl, argc - optind, argv + optind);
   if (r == EXIT_OK && strcmp (cl.command, "set") == 0)
-    r = check_assignment (cl.assignment);
+    r = check_assignments (&cl);
   if (r == EXIT_OK && cl.file && cl.socket)
     r = usage_error ("stats: -s and --file name two sources: give one");
   if (r != EXIT_OK)

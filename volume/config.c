@@ -11,8 +11,6 @@
 #include "parse.h"
 #include "volume.h"
 
-const char volume_config_help[] = VOLUME_CONFIG_HELP;
-
 void
 volume_config_init (struct volume_config *cfg)
 {

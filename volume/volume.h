@@ -79,17 +79,6 @@ extern int volume_config_set (struct volume_config *cfg, const char *key,
  */
 extern int volume_config_complete (const struct volume_config *cfg);
 
-/* One line per key, "key=VALUE  explanation", for --help (the macro is
- * a string literal, for front-ends that need a constant).
- */
-#define VOLUME_CONFIG_HELP \
-  "thin=BOOL                Thin mode: map logical slots to physical ones,\n" \
-  "                         reusing freed slots (off).\n" \
-  "slot=SIZE                Thin slot size, a power of two (64k).\n" \
-  "size=SIZE                Thin exported size (the backend's).\n" \
-  "meta=FILE                Thin mode's map and journal (required)."
-extern const char volume_config_help[];
-
 /* Open the volume the config asks for over engine e (not owned: close
  * the volume before the engine).  Thin mode loads or creates meta=.
  * NULL with errno set on failure (reported, naming the key).

@@ -62,9 +62,16 @@ check_request (char *line, size_t len)
   }
   CHECK (req.command <= CTL_HELP);
   CHECK (!req.progress || req.wait);
-  if (req.command == CTL_SET)
-    CHECK (req.key && *req.key && !strchr (req.key, ' ') && req.value &&
-           !strchr (req.value, ' '));
+  if (req.command == CTL_SET) {
+    CHECK (req.nset >= 1 && req.nset <= CTL_SET_MAX);
+    for (size_t i = 0; i < req.nset; i++) {
+      CHECK (req.keys[i] && *req.keys[i] && !strchr (req.keys[i], ' ') &&
+             !strchr (req.keys[i], '=') && req.values[i] &&
+             !strchr (req.values[i], ' '));
+      for (size_t j = 0; j < i; j++)
+        CHECK (strcmp (req.keys[i], req.keys[j]) != 0);
+    }
+  }
 }
 
 int

@@ -46,10 +46,26 @@ test_requests (void **state)
   assert_true (r.wait && r.progress);
   assert_int_equal (parse ("set delay=10s", &r, err, sizeof err), 0);
   assert_int_equal (r.command, CTL_SET);
-  assert_string_equal (r.key, "delay");
-  assert_string_equal (r.value, "10s");
+  assert_int_equal (r.nset, 1);
+  assert_string_equal (r.keys[0], "delay");
+  assert_string_equal (r.values[0], "10s");
   assert_int_equal (parse ("set rate=", &r, err, sizeof err), 0);
-  assert_string_equal (r.value, "");
+  assert_string_equal (r.values[0], "");
+  /* Several pairs, in the order given; a value may hold '='. */
+  assert_int_equal (parse ("set delay=5s  idle=1s\tx=a=b", &r, err,
+                           sizeof err), 0);
+  assert_int_equal (r.nset, 3);
+  assert_string_equal (r.keys[0], "delay");
+  assert_string_equal (r.values[0], "5s");
+  assert_string_equal (r.keys[1], "idle");
+  assert_string_equal (r.values[1], "1s");
+  assert_string_equal (r.keys[2], "x");
+  assert_string_equal (r.values[2], "a=b");
+  assert_int_equal (parse ("set 1=1 2=2 3=3 4=4 5=5 6=6 7=7 8=8 9=9 10=10 "
+                           "11=11 12=12 13=13 14=14 15=15 16=16", &r, err,
+                           sizeof err), 0);
+  assert_int_equal (r.nset, CTL_SET_MAX);
+  assert_string_equal (r.keys[15], "16");
   assert_int_equal (parse ("pause", &r, err, sizeof err), 0);
   assert_int_equal (r.command, CTL_PAUSE);
   assert_int_equal (parse ("resume", &r, err, sizeof err), 0);
@@ -72,8 +88,16 @@ test_bad_requests (void **state)
     { "set", "KEY=VALUE" },
     { "set delay", "KEY=VALUE" },
     { "set =5", "KEY=VALUE" },
-    { "set a=1 b=2", "KEY=VALUE" },
-    { "dump a b c d e", "too long a request" },
+    { "set a=1 b", "'b' is not KEY=VALUE" },
+    { "set a=1 =2", "'=2' is not KEY=VALUE" },
+    { "set a=1 b=2 a=3", "a given twice" },
+    { "set a=1 a=1", "a given twice" },
+    { "set 1=1 2=2 3=3 4=4 5=5 6=6 7=7 8=8 9=9 10=10 11=11 12=12 13=13 "
+      "14=14 15=15 16=16 17=17", "17 pairs, at most 16" },
+    { "set 1=1 2=2 3=3 4=4 5=5 6=6 7=7 8=8 9=9 10=10 11=11 12=12 13=13 "
+      "14=14 15=15 16=16 17=17 18=18", "too long a request" },
+    { "dump a b c d e", "unknown option" },
+    { "flush --wait --progress --wait", "repeated option" },
     { "stats\x01", "byte 0x01 at column 6" },
     { "st\xc3\xa4ts", "byte 0xc3 at column 3" },
   };

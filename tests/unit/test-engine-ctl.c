@@ -1,12 +1,14 @@
 /* discardcache: the control socket against the in-memory backend: the
  * engine's side (a control-socket flush forwards everything forwardable
  * ignoring delay, minlen and pause, reports progress and errors, and
- * ends at a stop), and the service's (the socket's lifecycle: explicit
- * path, default path, stale and live sockets, other files; its mode).
+ * ends at a stop), and the service's (the socket's lifecycle: created
+ * at open, served from start; explicit path, default path renamed after
+ * a fork, stale and live sockets, other files; its mode).
  */
 #include <config.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -67,9 +70,11 @@ open_engine (struct mem_backend **memp, const char *const *keys)
   return e;
 }
 
-/* A service over a new in-memory backend, with the keys given. */
+/* A service over a new in-memory backend, with the keys given; NULL if
+ * it does not open.
+ */
 static struct service *
-open_service (const char *const *keys)
+try_open_service (const char *const *keys)
 {
   struct service_config cfg;
   struct mem_backend *mem = mem_backend_new (DISK, 4 * KiB, 64 * MiB);
@@ -80,6 +85,14 @@ open_service (const char *const *keys)
     assert_int_equal (service_config_set (&cfg, keys[0], keys[1]), 0);
   s = service_open_backend (&cfg, &mem->b);
   service_config_free (&cfg);
+  return s;
+}
+
+static struct service *
+open_service (const char *const *keys)
+{
+  struct service *s = try_open_service (keys);
+
   assert_non_null (s);
   return s;
 }
@@ -227,25 +240,44 @@ is_socket (const char *path, mode_t *mode)
   return true;
 }
 
+/* The socket exists once the service is open (before any fork), and is
+ * served once it starts.
+ */
 static void
 test_explicit_socket (void **state)
 {
   const char *keys[] = { "ctl", sock, NULL };
-  struct service *s = open_service (keys), *s2;
+  struct service *s = open_service (keys);
   mode_t mode;
 
-  assert_int_equal (service_start (s), 0);
   assert_true (is_socket (sock, &mode));
   assert_int_equal (mode, 0600);
   assert_string_equal (service_ctl_path (s), sock);
-  /* A second server on a live socket is refused, and that socket stays. */
-  s2 = open_service (keys);
-  assert_int_equal (service_start (s2), -1);
-  service_close (s2);
+  assert_int_equal (service_start (s), 0);
+  assert_true (is_socket (sock, &mode));
+  /* A second server on a live socket does not open, and that socket
+   * stays.
+   */
+  assert_null (try_open_service (keys));
   assert_true (is_socket (sock, &mode));
   service_stop (s);
   assert_int_equal (access (sock, F_OK), -1);
   service_close (s);
+}
+
+/* A service that opens and never starts (the front-end failed after
+ * service_open) removes its socket.
+ */
+static void
+test_socket_removed_without_start (void **state)
+{
+  const char *keys[] = { "ctl", sock, NULL };
+  struct service *s = open_service (keys);
+  mode_t mode;
+
+  assert_true (is_socket (sock, &mode));
+  service_close (s);
+  assert_int_equal (access (sock, F_OK), -1);
 }
 
 static void
@@ -271,20 +303,15 @@ static void
 test_other_file_kept (void **state)
 {
   const char *keys[] = { "ctl", sock, NULL };
-  struct service *s;
   FILE *fp = fopen (sock, "w");
 
   assert_non_null (fp);
   fclose (fp);
-  s = open_service (keys);
-  assert_int_equal (service_start (s), -1);
+  assert_null (try_open_service (keys));
   assert_int_equal (access (sock, F_OK), 0);
-  service_close (s);
 
   keys[1] = "/nonexistent-dir/ctl.sock";
-  s = open_service (keys);
-  assert_int_equal (service_start (s), -1);
-  service_close (s);
+  assert_null (try_open_service (keys));
 }
 
 /* Without ctl=: $XDG_RUNTIME_DIR/discardcache/PID.sock, the directory
@@ -293,13 +320,15 @@ test_other_file_kept (void **state)
 static void
 test_default_path (void **state)
 {
-  struct service *s = open_service (NULL);
+  struct service *s;
   char path[256];
   struct stat st;
   mode_t mode;
 
   setenv ("XDG_RUNTIME_DIR", dir, 1);
+  s = open_service (NULL);
   snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
+  assert_true (is_socket (path, &mode));
   assert_int_equal (service_start (s), 0);
   assert_true (is_socket (path, &mode));
   assert_int_equal (mode, 0600);
@@ -311,14 +340,77 @@ test_default_path (void **state)
   assert_int_equal (access (path, F_OK), -1);
 
   /* A default directory others may write to is not used; the server
-   * still serves (only an explicit ctl= is fatal).
+   * still opens and serves (only an explicit ctl= is fatal).
    */
   snprintf (path, sizeof path, "%s/discardcache", dir);
   assert_int_equal (chmod (path, 0777), 0);
   s = open_service (NULL);
+  assert_null (service_ctl_path (s));
   assert_int_equal (service_start (s), 0);
   snprintf (path, sizeof path, "%s/discardcache/%d.sock", dir, (int) getpid ());
   assert_int_equal (access (path, F_OK), -1);
+  service_close (s);
+  unsetenv ("XDG_RUNTIME_DIR");
+}
+
+/* The greeting's pid from the server at path, or -1. */
+static int
+hello_pid (const char *path)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM, 0), pid = -1;
+  char buf[512] = "";
+  const char *p;
+  ssize_t n;
+
+  assert_true (strlen (path) < sizeof sun.sun_path);
+  memcpy (sun.sun_path, path, strlen (path) + 1);
+  if (connect (fd, (struct sockaddr *) &sun, sizeof sun) == 0 &&
+      (n = read (fd, buf, sizeof buf - 1)) > 0 &&
+      (p = strstr (buf, "\"pid\":")) != NULL)
+    pid = atoi (p + 6);
+  close (fd);
+  return pid;
+}
+
+/* What nbdkit and discardfuse do: open (the default socket is bound at
+ * the parent's PID.sock), fork, start in the child.  The child's start
+ * renames the socket to its own pid, and it answers there.
+ */
+static void
+test_default_path_after_fork (void **state)
+{
+  char parent_path[256], child_path[256];
+  struct service *s;
+  int status;
+  pid_t child;
+
+  setenv ("XDG_RUNTIME_DIR", dir, 1);
+  s = open_service (NULL);
+  snprintf (parent_path, sizeof parent_path, "%s/discardcache/%d.sock", dir,
+            (int) getpid ());
+  assert_string_equal (service_ctl_path (s), parent_path);
+  child = fork ();
+  assert_true (child >= 0);
+  if (child == 0) {
+    bool ok = service_start (s) == 0;
+
+    snprintf (child_path, sizeof child_path, "%s/discardcache/%d.sock", dir,
+              (int) getpid ());
+    ok = ok && strcmp (service_ctl_path (s), child_path) == 0 &&
+         access (parent_path, F_OK) == -1 &&
+         hello_pid (child_path) == getpid ();
+    service_close (s);
+    ok = ok && access (child_path, F_OK) == -1;
+    _exit (ok ? 0 : 1);
+  }
+  assert_int_equal (waitpid (child, &status, 0), child);
+  assert_true (WIFEXITED (status));
+  assert_int_equal (WEXITSTATUS (status), 0);
+  /* nbdkit's parent exits here; this one frees its copy, whose socket
+   * name is gone.
+   */
+  assert_int_equal (access (parent_path, F_OK), -1);
   service_close (s);
   unsetenv ("XDG_RUNTIME_DIR");
 }
@@ -356,9 +448,11 @@ main (void)
     T (test_flush_reports_error),
     T (test_flush_ends_at_stop),
     T (test_explicit_socket),
+    T (test_socket_removed_without_start),
     T (test_stale_socket_replaced),
     T (test_other_file_kept),
     T (test_default_path),
+    T (test_default_path_after_fork),
     cmocka_unit_test (test_ctl_keys),
 #undef T
   };
