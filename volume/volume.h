@@ -24,7 +24,9 @@ struct volume;
 /* The volume's keys (thin=, slot=, size=, meta=). */
 struct volume_config {
   bool thin;                   /* thin=on: map logical slots to physical */
-  uint64_t slot;               /* thin slot size, a power of two */
+  uint64_t slot;               /* thin slot size, a power of two; 0:
+                                  auto (meta='s, else the discard
+                                  granularity, at least 4 KiB) */
   uint64_t size;               /* thin exported size; 0: the backend's */
   char *meta;                  /* thin map and journal (owned) */
 };

@@ -438,6 +438,31 @@ test_contiguity_and_reuse (void **state)
   assert_filled (47 * SLOT, SLOT, 0x57);
 }
 
+/* Reuse comes before contiguity into clean space: a stream whose next
+ * physical slot is clean takes a pending slot instead while there is
+ * one; with none, it goes on where it was.
+ */
+static void
+test_reuse_before_clean (void **state)
+{
+  int64_t p, q;
+
+  vol = open_thin_on (mem_backend_new (4 * DISK, 4 * KiB, 1 << 30),
+                      "64k", "8M");
+  assert_non_null (vol);
+  fill (0, 4 * SLOT, 0x01);
+  fill (10 * SLOT, SLOT, 0x02);
+  q = phys_of (10);
+  assert_int_equal (volume_trim (vol, 10 * SLOT, SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
+  fill (4 * SLOT, SLOT, 0x03);
+  assert_int_equal (phys_of (4), q);
+  assert_int_equal (stats ().th.reused, 1);
+  p = phys_of (4);
+  fill (5 * SLOT, SLOT, 0x04);
+  assert_int_equal (phys_of (5), p + 1);
+}
+
 /* The issue's reproducer: 16 slots of 64 KiB on a 1 MiB file exported
  * as 4M; 512 bytes into each slot; then 64 KiB at 15*64K+32K, half in
  * mapped slot 15, half in unmapped slot 16: ENOSPC, and slot 15 is
@@ -641,6 +666,32 @@ test_short_last_slot (void **state)
   errno = 0;
   assert_int_equal (volume_pwrite (vol, "x", 1, size, false), -1);
   assert_int_equal (errno, EINVAL);
+}
+
+/* slot=auto: the discard granularity, at least 4 KiB, for a new meta
+ * file; an existing one's slot size otherwise (one made with slot=64k
+ * keeps working without the key).
+ */
+static void
+test_slot_auto (void **state)
+{
+  vol = open_thin_on (NULL, "auto", "2M");
+  assert_non_null (vol);
+  assert_int_equal (stats ().th.slot, 4 * KiB);
+  close_thin ();
+  unlink (meta);
+  vol = open_thin_on (mem_backend_new (DISK, 16 * KiB, 1 << 30), "auto", "2M");
+  assert_non_null (vol);
+  assert_int_equal (stats ().th.slot, 16 * KiB);
+  close_thin ();
+  unlink (meta);
+  open_thin ();
+  fill (0, SLOT, 0x42);
+  close_thin ();
+  vol = open_thin_on (NULL, "auto", "2M");
+  assert_non_null (vol);
+  assert_int_equal (stats ().th.slot, SLOT);
+  assert_int_equal (stats ().th.mapped, 1);
 }
 
 /* A 64 TiB export over a 1 MiB pool: nothing in memory follows the
@@ -1130,12 +1181,14 @@ main (void)
     T (test_space_renumber),
     T (test_space_many_runs),
     T (test_contiguity_and_reuse),
+    T (test_reuse_before_clean),
     T (test_enospc_changes_nothing),
     T (test_zero_keeps_slots),
     T (test_subslot_zeros),
     T (test_zero_fill_known_zero),
     T (test_crash_zero_claims),
     T (test_short_last_slot),
+    T (test_slot_auto),
     T (test_huge_export),
     T (test_record_codec),
     T (test_checkpoint_roundtrip),

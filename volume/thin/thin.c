@@ -31,6 +31,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@
 #include "arith.h"
 #include "engine.h"
 #include "grow.h"
+#include "le.h"
 #include "log.h"
 #include "thin-internal.h"
 #include "thin-volume.h"
@@ -359,14 +361,31 @@ note_tail (struct thin *t, uint64_t from, uint64_t tail)
   t->tails[t->next_tail++ % THIN_ACTIVE_TAILS] = tail;
 }
 
+/* The free run that starts at goal, if there is one, and its set. */
+static enum thin_free_kind
+run_at_goal (struct thin *t, uint64_t goal, struct extent *x)
+{
+  enum thin_free_kind kind;
+
+  if (goal >= t->map.nphys)
+    return THIN_NOT_FREE;
+  kind = thin_space_find (&t->space, goal, x);
+  return kind != THIN_NOT_FREE && x->offset == goal ? kind : THIN_NOT_FREE;
+}
+
 /* Choose up to want free slots for a run of logical slots whose
  * predecessor sits at physical goal (THIN_MAX_PHYS: none):
- *   1. the slots right after goal, if free: a logically contiguous
- *      stream stays physically contiguous;
- *   2. pending slots, best fit by run length (a whole run or an end of
- *      one, never its middle; the most recently freed among equals),
- *      since a write there cancels their discard;
- *   3. clean slots from the largest clean run.
+ *   1. the slots right after goal if they are pending: a logically
+ *      contiguous stream stays physically contiguous, and cancels a
+ *      discard;
+ *   2. other pending slots, best fit by run length (a whole run or an
+ *      end of one, never its middle; the most recently freed among
+ *      equals), since a write there cancels their discard;
+ *   3. the clean slots right after goal;
+ *   4. clean slots from the largest clean run.
+ * Reuse comes before contiguity into clean space: on XFS churns, a
+ * stream that went on into clean space while freed runs waited left
+ * twice the discards at the end (docs/design-notes.md, "Thin mode").
  * A new stream leaves an active stream's next slot alone where it can:
  * it takes the far end of a longer pending run, or the second half of
  * the largest clean run.  Sets *p and *k (1 <= *k <= want); *pending:
@@ -377,16 +396,13 @@ static void
 choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
                uint64_t *k, bool *pending)
 {
-  enum thin_free_kind kind;
+  uint64_t at, from_goal;
   struct extent x;
-  uint64_t at;
 
-  if (goal < t->map.nphys &&
-      (kind = thin_space_find (&t->space, goal, &x)) != THIN_NOT_FREE &&
-      x.offset == goal) {
+  if (run_at_goal (t, goal, &x) == THIN_PENDING) {
     *p = (uint32_t) goal;
     *k = MIN (want, x.length);
-    *pending = kind == THIN_PENDING && discard_pending (t, goal, *k);
+    *pending = discard_pending (t, goal, *k);
     note_tail (t, goal, goal + *k);
     return;
   }
@@ -403,6 +419,12 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
     *k = MIN (want, x.length);
     at = x.length > *k && is_tail (t, x.offset)
          ? x.offset + x.length - *k : x.offset;
+    from_goal = THIN_MAX_PHYS;
+  }
+  else if (run_at_goal (t, goal, &x) == THIN_CLEAN) {
+    at = goal;
+    *k = MIN (want, x.length);
+    from_goal = goal;
   }
   else {
     if (!thin_space_largest_clean (&t->space, &x) &&
@@ -411,11 +433,11 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
     at = x.length > 1 && is_tail (t, x.offset)
          ? x.offset + x.length / 2 : x.offset;
     *k = MIN (want, x.offset + x.length - at);
+    from_goal = THIN_MAX_PHYS;
   }
   *p = (uint32_t) at;
-  note_tail (t, THIN_MAX_PHYS, at + *k);
+  note_tail (t, from_goal, at + *k);
 }
-
 /* Give the fresh slots of a plan back (the write failed): they may hold
  * anything, so they are clean but not zero.
  */
@@ -1067,6 +1089,30 @@ thin_dump_map_batch (struct volume *v, uint64_t from, uint64_t *logical,
 
 /* Opening. */
 
+/* slot=auto: the slot size of an existing meta file (both format
+ * versions hold it at offset 16), else the discard granularity, at
+ * least 4 KiB: the block of the common filesystems, so that they free
+ * whole slots, where a larger slot leaves parts of slots pending that
+ * no reuse can cancel (docs/design-notes.md, "Thin mode").
+ */
+static uint64_t
+auto_slot (struct engine *e, const char *meta)
+{
+  unsigned char h[24];
+  uint64_t slot = 0;
+  int fd = open (meta, O_RDONLY | O_CLOEXEC);
+
+  if (fd >= 0) {
+    if (pread (fd, h, sizeof h, 0) == (ssize_t) sizeof h &&
+        memcmp (h, "DCTHIN\0\0", 8) == 0)
+      slot = get64 (h + 16);
+    close (fd);
+  }
+  if (is_power_of_2 (slot) && slot >= 512 && slot <= (UINT64_C (1) << 30))
+    return slot;
+  return MAX (UINT64_C (4096), engine_granularity (e));
+}
+
 /* The slot against the backend, and the pool's size. */
 static int
 check_geometry (struct engine *e, struct thin *t)
@@ -1106,7 +1152,7 @@ thin_new (struct engine *e, const struct volume_config *cfg)
   t->v.limits = *engine_limits (e);
   t->v.limits.can_extents = true;
   t->fd = -1;
-  t->slot = cfg->slot;
+  t->slot = cfg->slot ? cfg->slot : auto_slot (e, cfg->meta);
   t->shift = __builtin_ctzll (t->slot);
   t->read_only = t->v.limits.read_only;
   t->journal_limit = JOURNAL_LIMIT;
