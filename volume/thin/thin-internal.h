@@ -88,6 +88,11 @@ extern uint64_t thin_append_record_locked (struct thin *t, uint32_t type,
  */
 extern int thin_commit (struct thin *t, bool client_flush);
 
+/* The same, unless a commit is under way (then 0 at once: that one, or
+ * the next, takes the records).
+ */
+extern int thin_commit_unless_busy (struct thin *t);
+
 /* Load or create meta= and fill t->map and the free space.  0, or -1
  * (reported).
  */

@@ -208,15 +208,15 @@ release_undurable_locked (struct thin *t, uint64_t upto)
   t->nundurable = kept;
 }
 
-int
-thin_commit (struct thin *t, bool client_flush)
+/* A commit, commit_lock held (and released on return). */
+static int
+commit_locked (struct thin *t, bool client_flush)
 {
   CLEANUP_FREE unsigned char *records = NULL;
   size_t len;
   uint64_t upto;
   int r;
 
-  pthread_mutex_lock (&t->commit_lock);
   pthread_mutex_lock (&t->lock);
   len = t->buflen;
   upto = t->next_seq - 1;
@@ -254,6 +254,21 @@ thin_commit (struct thin *t, bool client_flush)
   }
   pthread_mutex_unlock (&t->commit_lock);
   return r;
+}
+
+int
+thin_commit (struct thin *t, bool client_flush)
+{
+  pthread_mutex_lock (&t->commit_lock);
+  return commit_locked (t, client_flush);
+}
+
+int
+thin_commit_unless_busy (struct thin *t)
+{
+  if (pthread_mutex_trylock (&t->commit_lock) != 0)
+    return 0;
+  return commit_locked (t, false);
 }
 
 /* Opening. */

@@ -49,8 +49,12 @@
 
 /* A checkpoint replaces the journal when it grows past this. */
 #define JOURNAL_LIMIT (4 * 1024 * 1024)
-/* Records buffered before a commit is forced (memory bound). */
+/* Records buffered before a commit is started (one writer runs it, the
+ * others go on), and before every writer waits for one (the memory
+ * bound).
+ */
 #define BUFFER_LIMIT (256 * 1024)
+#define BUFFER_HARD_LIMIT (4 * BUFFER_LIMIT)
 /* Pending runs freed longest ago that an allocation, and a call for the
  * statistics, check for a discard that has gone out meanwhile.
  */
@@ -396,12 +400,17 @@ static void
 choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
                uint64_t *k, bool *pending)
 {
+  enum thin_free_kind at_goal;
   uint64_t at, from_goal;
-  struct extent x;
+  struct extent x, g;
 
-  if (run_at_goal (t, goal, &x) == THIN_PENDING) {
+  /* (Settling pending runs below can only make a clean run at goal
+   * longer: g stays true.)
+   */
+  at_goal = run_at_goal (t, goal, &g);
+  if (at_goal == THIN_PENDING) {
     *p = (uint32_t) goal;
-    *k = MIN (want, x.length);
+    *k = MIN (want, g.length);
     *pending = discard_pending (t, goal, *k);
     note_tail (t, goal, goal + *k);
     return;
@@ -421,9 +430,9 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
          ? x.offset + x.length - *k : x.offset;
     from_goal = THIN_MAX_PHYS;
   }
-  else if (run_at_goal (t, goal, &x) == THIN_CLEAN) {
+  else if (at_goal == THIN_CLEAN) {
     at = goal;
-    *k = MIN (want, x.length);
+    *k = MIN (want, g.length);
     from_goal = goal;
   }
   else {
@@ -673,19 +682,44 @@ finish_write_locked (struct thin *t, const struct plan *pl, int r)
   return r;
 }
 
-/* Commit when records wait and the request needs durability (FUA), or
- * when the buffer has grown past its bound.
+/* What commit a request needs: one when records wait and the request
+ * needs durability (FUA), or when the buffer has grown past its bound.
+ * Past the soft bound one writer commits and the others go on: with
+ * 4 KiB slots every write into fresh space adds a record, and writers
+ * queueing behind each commit's backend flush cost random writes on a
+ * file half their IOPS.  Lock held.
  */
+enum commit_need { COMMIT_NONE, COMMIT_UNLESS_BUSY, COMMIT_NOW };
+
+static enum commit_need
+commit_needed_locked (struct thin *t, bool fua)
+{
+  if ((fua && t->durable_seq + 1 < t->next_seq) ||
+      t->buflen >= BUFFER_HARD_LIMIT)
+    return COMMIT_NOW;
+  return t->buflen >= BUFFER_LIMIT ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
+}
+
+static int
+commit_as_needed (struct thin *t, enum commit_need need)
+{
+  switch (need) {
+  case COMMIT_NOW: return thin_commit (t, false);
+  case COMMIT_UNLESS_BUSY: return thin_commit_unless_busy (t);
+  case COMMIT_NONE: break;
+  }
+  return 0;
+}
+
 static int
 commit_if_needed (struct thin *t, bool fua)
 {
-  bool needed;
+  enum commit_need need;
 
   pthread_mutex_lock (&t->lock);
-  needed = (fua && t->durable_seq + 1 < t->next_seq) ||
-           t->buflen >= BUFFER_LIMIT;
+  need = commit_needed_locked (t, fua);
   pthread_mutex_unlock (&t->lock);
-  return needed ? thin_commit (t, false) : 0;
+  return commit_as_needed (t, need);
 }
 
 static int
@@ -694,6 +728,7 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
 {
   struct thin *t = thin_of (v);
   uint64_t end = offset + count, l0, l1;
+  enum commit_need need;
   unsigned fills = 0;
   struct thin_op op;
   struct plan pl;
@@ -721,12 +756,11 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
   if (fresh == 1)
     r = finish_write_locked (t, &pl, r);
   t->zero_fills += fills;
+  need = fresh == 1 && r == 0 ? commit_needed_locked (t, fua) : COMMIT_NONE;
   op_end_locked (t, &op);
   pthread_mutex_unlock (&t->lock);
   plan_free (&pl);
-  if (fresh == 1 && r == 0)
-    r = commit_if_needed (t, fua);
-  return r;
+  return r == 0 ? commit_as_needed (t, need) : r;
 }
 
 /* Reads: mapped runs from the engine, the rest zeros. */
