@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: backend_open picks the implementation for a spec, plus
  * the helpers the implementations share (range checks, writing zeroes,
  * identity).

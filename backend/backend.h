@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the backend interface, one small vtable with an
  * implementation per kind of store: a regular file (file.c), a block
  * device (blkdev.c) and an NBD server reached through libnbd (nbd.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the block device backend.  Discard is a real BLKDISCARD
  * (nbdkit's file plugin punches a hole instead, which the kernel turns
  * into a zero-out), cut to the queue's discard granularity; zero is

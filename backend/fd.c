@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the part of the file and block device backends that is
  * the same for both: buffered pread/pwrite loops on one fd, FUA, flush.
  *

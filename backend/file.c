@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the regular file backend.  Discard punches a hole
  * (fallocate PUNCH_HOLE|KEEP_SIZE), zero uses PUNCH_HOLE (may_trim) or
  * ZERO_RANGE and falls back to writing zeroes, extents come from

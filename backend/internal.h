@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: helpers shared by the backend implementations (not part
  * of the interface in backend.h; only the files in backend/ include it).
  */

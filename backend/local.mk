@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # backend: the storage backends behind the engine (backend.h), one
 # convenience library for the front-ends and the tests.
 noinst_HEADERS += \

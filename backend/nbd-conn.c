@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the NBD backend's connections: connecting within a
  * timeout, noticing that a server went away, and reconnecting when it
  * comes back (see nbd-internal.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the NBD backend's handle, shared by nbd.c (the
  * operations and the pool) and nbd-conn.c (connecting, noticing a lost
  * connection and reconnecting).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the NBD backend, another NBD server reached through
  * libnbd's synchronous API.  Functions are named nbdb_* (nbd_* is
  * libnbd's namespace).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: engine settings (see config.h). */
 #include <config.h>
 

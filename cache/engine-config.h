@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's settings, parsed from key=value pairs in the
  * same way by every front-end (the service layer's key table dispatches
  * the engine's keys here).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's one context struct, shared by the files
  * that implement it (engine.c: lifecycle and data path; forward.c:
  * sending discards and the in-flight list; flusher.c: the thread and

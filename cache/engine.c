@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: engine lifecycle and data path (see engine.h). */
 #include <config.h>
 

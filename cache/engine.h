@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine, the discard cache itself.  It owns the
  * backend, the extent map of pending discards, the in-flight list and
  * the flusher thread.  The volume layer above (identity or thin) drives

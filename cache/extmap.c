@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the extent map (extmap.h) on a B+tree.
  *
  * Nodes.  Every node is one 512-byte slot.  A leaf holds up to 25

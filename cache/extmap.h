@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the extent map, a set of disjoint byte ranges with the
  * time each was queued, kept in a B+tree whose inner nodes carry every
  * child's largest length and oldest time, so the largest and the oldest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the flusher thread.  It forwards eligible pending
  * discards, largest first, only while clients are idle, at most rate per
  * second, and backs off after a failure.  With budget= it paces instead

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: sending discards to the backend, and the in-flight list
  * that makes writes wait for a discard they overlap (invariant 1).
  */

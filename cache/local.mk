@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 include cache/extmap.mk
 
 # The engine, the discard cache: the bottom layer above the backends.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the cost model and the pacing decision (see pacing.h). */
 #include <config.h>
 

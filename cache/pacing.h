@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: adaptive pacing (budget=).  Measurements (latency
  * histograms, a ring of recent discard samples), the cost model fitted
  * to them, and the flusher's decision: how large a discard to send and

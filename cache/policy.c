@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: forwarding policy helpers (see policy.h). */
 #include <config.h>
 

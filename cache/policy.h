@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: which part of a pending extent may be sent to the backend.
  * Pure functions, so the alignment rules are tested on their own.
  */

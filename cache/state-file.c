@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the state file on disk (invariant 4).  Written only at a
  * clean stop, atomically (FILE.tmp, fsync, rename, fsync the directory);
  * at the next start it is checked against the backend and consumed

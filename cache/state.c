@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the state file's format (see state.h). */
 #include <config.h>
 

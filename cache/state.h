@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the state file's format, in memory only (state-file.c
  * does the files), so the decoder can be fuzzed on a buffer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: overflow-checked and alignment arithmetic on offsets.
  * Every offset + length from a client goes through these: NBD servers
  * have shipped bugs where the sum wrapped.

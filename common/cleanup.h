@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: scope-bound cleanup (nbdkit's own macros are not
  * installed with nbdkit-plugin-dev, so these are the small equivalents).
  */

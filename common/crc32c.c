@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: CRC-32C (see crc32c.h). */
 #include <config.h>
 

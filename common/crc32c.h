@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: CRC-32C (Castagnoli), the checksum of the on-disk
  * formats (state file, thin-mode meta file).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: small file helpers shared by the state file and the
  * thin-mode meta file.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: doubling growth of a heap array, shared by the arrays
  * that grow one element or one record at a time (zero lists, the state
  * encoder, the thin journal buffer and unmap list).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: little-endian integers in on-disk formats (the state
  * file, the thin-mode meta file), whatever the host's byte order.
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 noinst_HEADERS += \
 	common/arith.h \
 	common/cleanup.h \

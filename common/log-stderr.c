@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: dc_error/dc_debug for programs that are not nbdkit plugins. */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the stderr logger's one switch (common/log-stderr.c).
  * A daemon has no stderr once it detaches, so it sends its messages to
  * syslog instead, as nbdkit does after forking.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: error and debug reporting shared by every component.
  *
  * The functions are implemented once per front-end and bound at link

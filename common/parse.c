@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: value parsers (see parse.h). */
 #include <config.h>
 

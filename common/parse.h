@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: parsers for the values users type after key=.  Shared by
  * the nbdkit plugin and the FUSE front-end so both accept the same forms.
  * Each reports a clear error naming key and the accepted forms, and

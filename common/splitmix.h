@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: splitmix64, a tiny seeded random number generator that
  * gives the same sequence everywhere (tests, fuzzers and benchmarks).
  */

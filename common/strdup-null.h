@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: strdup for optional strings, for copying settings. */
 #ifndef DISCARDCACHE_STRDUP_NULL_H
 #define DISCARDCACHE_STRDUP_NULL_H

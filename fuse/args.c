@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardfuse: the command line.
  *
  *   discardfuse [backend=]PATH|URI [KEY=VALUE...] [FUSE OPTIONS] MOUNTPOINT

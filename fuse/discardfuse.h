@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardfuse: the FUSE front-end.  A mount holding one image file,
  * `disk`, served by the engine, and a read-only `stats` file, so that
  * `losetup` gives a block device without the kernel nbd module.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardfuse: the image file, `disk`.  Every request goes to the
  * volume: read and write (a write cancels the pending discards under
  * it), fallocate PUNCH_HOLE|KEEP_SIZE is a trim (what loop sends for a

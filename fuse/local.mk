@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardfuse: the engine behind a FUSE mount holding one image file, for
 # losetup.  Installed in bin with its man page.
 bin_PROGRAMS += fuse/discardfuse

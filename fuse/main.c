@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardfuse: the lifecycle, in the order nbdkit gives the plugin:
  *
  *   parse and check everything      (args.c; nothing opened yet)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardfuse: the low-level FUSE callbacks.  The tree is fixed (a root
  * directory holding `disk` and `stats`), so the low-level API serves it
  * with no path lookups or node table; each data callback dispatches on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardfuse: the read-only `stats` file, the engine's statistics as
  * the one JSON object stats_write_json prints (the plugin's statsfile
  * has the same fields).

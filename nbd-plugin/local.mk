@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The nbdkit plugin, installed in nbdkit's plugindir so that
 # `nbdkit discardcache ...` finds it by its short name.
 plugin_LTLIBRARIES += nbd-plugin/nbdkit-discardcache-plugin.la
@@ -18,11 +19,21 @@ nbd-plugin/nbdkit-discardcache-plugin.1: nbd-plugin/nbdkit-discardcache-plugin.p
 	$(POD2MAN) --section=1 --center="discardcache" --release="$(PACKAGE_VERSION)" \
 	  --name=nbdkit-discardcache-plugin $< > $@.tmp && mv $@.tmp $@
 
-# nbdkit loads the .so alone; the libtool archive is of no use there.
-install-exec-hook: uninstall-plugin-la
-uninstall-plugin-la:
+# nbdkit loads the .so alone; the libtool archive is of no use there
+# (and nbdkit's bash completion would list the plugin twice).  plugindir
+# is not an exec directory, so the plugin is installed by install-data:
+# remove the .la after it.  Without the .la, libtool's uninstall does
+# not know the .so: remove that too.
+install-data-hook: remove-plugin-la
+remove-plugin-la:
 	rm -f $(DESTDIR)$(plugindir)/nbdkit-discardcache-plugin.la
-.PHONY: uninstall-plugin-la
+uninstall-hook: uninstall-plugin-so
+uninstall-plugin-so:
+	rm -f $(DESTDIR)$(plugindir)/nbdkit-discardcache-plugin.so
+.PHONY: remove-plugin-la uninstall-plugin-so
 
-# distcheck installs under its own prefix, not into the system's nbdkit.
-AM_DISTCHECK_CONFIGURE_FLAGS = --with-plugindir='$${libdir}/nbdkit/plugins'
+# distcheck installs under its own prefix, not into the system's nbdkit,
+# systemd or bash-completion directories.
+AM_DISTCHECK_CONFIGURE_FLAGS = --with-plugindir='$${libdir}/nbdkit/plugins' \
+	--with-systemdsystemunitdir='$${prefix}/lib/systemd/system' \
+	--with-bashcompletiondir='$${datadir}/bash-completion/completions'

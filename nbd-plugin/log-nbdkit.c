@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: dc_error/dc_debug inside nbdkit go to nbdkit's own log. */
 #include <config.h>
 

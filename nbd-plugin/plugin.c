@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the nbdkit plugin.  It hands the keys to the service,
  * follows nbdkit's lifecycle with it (open in get_ready, start in
  * after_fork, never before nbdkit daemonises; stop in cleanup), and maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the keys of every layer (see keys.h and service.h): the
  * one table, the service's own parsers, and the dispatch through the
  * table to the volume's and the engine's parsers.

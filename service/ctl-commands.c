@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: what each control request does (protocol in
  * ctl-proto.h).  Every engine call returns before anything is written
  * to the client, so the engine's lock is never held across a send.
@@ -31,9 +32,11 @@ ctl_hello (struct ctl_client *c)
   if (fp == NULL)
     return -1;
   fprintf (fp, "{\"ok\":true,\"hello\":\"discardcache\",\"protocol\":%d,"
-           "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d}\n",
+           "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d,\"backend\":",
            CTL_PROTOCOL_VERSION, PACKAGE_VERSION, (int) getpid (),
            CTL_MAX_LINE);
+  ctl_json_string (fp, engine_identity (c->s->e)->name);
+  fputs ("}\n", fp);
   return ctl_out_send (c);
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control server's state, shared by ctl.c (sockets
  * and threads) and ctl-commands.c (what each request does).
  */

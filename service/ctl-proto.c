@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control protocol's pure parts (see ctl-proto.h). */
 #include <config.h>
 

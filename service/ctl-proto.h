@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control protocol's pure parts, shared by the server
  * (ctl.c) and discardctl, and fuzzed on their own: request lines, the
  * line assembler, JSON string quoting and the default socket directory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control socket server (see ctl.h): the socket, the
  * listener and the client threads.  The commands are in ctl-commands.c.
  */

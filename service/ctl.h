@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control socket server, started and stopped by the
  * service (created in service_open, before any fork; served from
  * service_start; removed in service_stop), so every front-end serves it.  A

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The service layer, what both front-ends share: the keys, the
 # lifecycle, the control server and the statistics' formats.
 noinst_LTLIBRARIES += libservice.la

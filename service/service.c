@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the service's lifecycle (see service.h), the one both
  * front-ends follow, so that the order of opening, starting, stopping
  * and closing lives in one place.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the service, what both front-ends (the nbdkit plugin and
  * discardfuse) share: the keys, and the lifecycle of everything below
  * them.

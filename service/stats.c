@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: statistics as JSON and as log lines (see stats.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: statistics as text (the statsfile, the control socket's
  * stats, discardfuse's stats file, the debug log), so that every place
  * prints the same names.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # backend tests: backend_open and the file backend as a cmocka unit test;
 # the block device backend on a real loop device and the nbd backend
 # against nbdkit, each a script driving a test program with arguments.

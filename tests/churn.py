@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """File churn on a mounted filesystem, for discardcache's end-to-end tests.
 
   churn.py run DIR MANIFEST [--seed N] [--rounds R] [--files F] [--max-kib K]

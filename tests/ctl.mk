@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The control socket: the engine's side (flushes, the socket's life) and
 # the protocol's pure parts as cmocka tests; the server under nbdkit and
 # discardctl as scripts.

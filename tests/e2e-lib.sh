@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the end-to-end stack, shared by the XFS tests and the
 # README's main job: sparse file -> front-end -> loop -> mkfs.xfs ->
 # mount -o discard.  The front-end is $E2E_FRONTEND:

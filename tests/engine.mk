@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Engine unit tests against the in-memory backend, and parser tests.
 check_LTLIBRARIES += tests/libmembackend.la
 tests_libmembackend_la_SOURCES = tests/unit/mem-backend.c tests/unit/mem-backend.h

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Extent map tests (cmocka).  Each runs twice: against libextmap.la and
 # against a build with tiny nodes (5 extents a leaf, 4 children, slabs
 # of 8 and 64 nodes), where a few hundred extents already make a tree of

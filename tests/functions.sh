@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: shell helpers for the tests, sourced by each test script.
 # Modelled on nbdkit's tests/functions.sh: requires skips with exit 77,
 # cleanup hooks run on EXIT/INT/TERM, servers are started with a pidfile
@@ -305,6 +306,19 @@ wait_for_file ()
         sleep 0.1
     done
     return 1
+}
+
+# wait_pidfile PIDFILE: nbdkit started in the background (no -f) has
+# exited in the parent, but its server writes PIDFILE a moment later:
+# wait until it holds a pid.
+wait_pidfile ()
+{
+    local i
+    for (( i = 0; i < 600; i++ )); do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    fail "no pid in $1 after 60 s"
 }
 
 # json_get FILE KEY: a number or boolean from a flat JSON object.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of discardfuse, the FUSE front-end: real mounts, loop devices and
 # file systems; each skips (exit 77, a failure under CI=true) without
 # root, /dev/fuse or loop devices.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # libFuzzer targets, built with $(FUZZ_CC) (clang) when configure found
 # one that can.  A target NAME is the program tests/fuzz/fuzz-NAME, its
 # seed corpus is tests/fuzz/corpus-NAME/ and its libFuzzer options, if

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Test programs and scripts.  Each concern keeps its rules in its own
 # fragment; all of them run under automake's parallel test harness.
 TEST_EXTENSIONS = .sh
@@ -8,6 +9,7 @@ include tests/backend.mk
 include tests/engine.mk
 include tests/fuse.mk
 include tests/ctl.mk
+include tests/packaging.mk
 include tests/service.mk
 include tests/state.mk
 include tests/pacing.mk

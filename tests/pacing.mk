@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Adaptive pacing (budget=): the cost model and decisions on synthetic
 # samples, and the flusher against slow device models under load.
 check_PROGRAMS += tests/unit/test-pacing

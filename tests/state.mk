@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The state file: its format, the save at a clean stop and the load at
 # start through the engine (cmocka, in-memory backend), and restarts of
 # nbdkit (script).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the block device backend on a real loop device over a
 # sparse file: BLKDISCARD really sent (the backing file loses blocks),
 # limits equal to /sys, zero, exclusive open.  Needs root and a free

@@ -29,6 +29,7 @@ start_bg ()
     "$NBDKIT" -U "$dir/nbd.$n.sock" -P "$dir/pid.$n" "$PLUGIN" \
         backend="$dir/disk" ctl=none "$@" || fail "nbdkit $* did not start"
     cleanup_fn stop_pidfile "$dir/pid.$n" nbdkit
+    wait_pidfile "$dir/pid.$n"
     BG_PID=$(cat "$dir/pid.$n")
 }
 

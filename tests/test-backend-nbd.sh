@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the nbd backend against nbdkit on Unix sockets: a
 # read-write memory disk (trims reach the server, with FUA), a read-only
 # server, a server without trim, zero, flush or multi-conn, and one with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the backend server dies and comes back, under the
 # concurrent verifier.  The backend is nbdkit's file plugin on a file
 # (the data outlives the server); it is killed with SIGKILL and started

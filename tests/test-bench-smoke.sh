@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The benchmarks in smoke mode (tiny sizes, one run of each contender), so
 # the scripts cannot rot: tests/bench/run --smoke must write a report with
 # every section and both plots.  The figures themselves are not checked.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: crash and restart (issue 6, section 2).  In a loop,
 # nbdkit discardcache serves a sparse file while the verifier drives
 # writes, trims, zeroes and flushes (and discardctl flush / set beside

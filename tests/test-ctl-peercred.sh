@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: invariant 6, who may use the control socket.  A user who
 # is neither root nor the server's user is refused twice over: by the
 # socket's mode 0600 (connect fails, discardctl says permission denied),

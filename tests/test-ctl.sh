@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the control socket of the plugin running under nbdkit,
 # spoken to directly (python sockets): every command; malformed input
 # (binary garbage, a 1 MiB line, half a line then close, unknown

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardctl against the plugin under nbdkit: each command and output
 # format (the table's ratios, JSON that parses, Prometheus text that
 # follows the format, dump lines, the progress bar on a terminal and
@@ -52,7 +53,7 @@ PY
 
 # stats: the table, JSON, Prometheus.
 expect 0 -s "$ctl" stats
-out_has "trims received:        3 (72.1 KiB)"
+out_has "discardcache: 3 trims in, 0 discards out (72.1 KiB in, 0 B out)"
 out_has "cancelled by writes:   22% of trimmed bytes (16.0 KiB)"
 out_has "pending:               3 extents, 56.1 KiB (sub-granule 100 B)"
 expect 0 -s "$ctl" stats --json
@@ -85,7 +86,7 @@ PY
 grep -q '^discardcache_cancelled_by_writes_bytes_total 16384$' "$dir/out" ||
     fail "prometheus: cancelled_by_writes"
 expect 0 -s "$ctl" stats --watch=100ms --count=3
-[ "$(grep -c '^discardcache statistics' "$dir/out")" -eq 3 ] || fail "--watch --count=3"
+[ "$(grep -c '^discardcache: 3 trims in' "$dir/out")" -eq 3 ] || fail "--watch --count=3"
 expect 0 -s "$ctl" stats --json --watch=50ms --count=2
 [ "$(jq -s length "$dir/out")" -eq 2 ] || fail "--json --watch: two objects"
 
@@ -237,14 +238,13 @@ h.shutdown()' "$dir/f.sock"
 stop_pidfile "$dir/f.pid" nbdkit
 [ -s "$dir/f.json" ] || fail "statsfile= left nothing"
 expect 0 stats --file="$dir/f.json"
-out_has "trims received:        2 (68.0 KiB)"
-out_has "forwarded:             2 discards (68.0 KiB), 100% of trims received"
+out_has "discardcache: 2 trims in, 2 discards out (68.0 KiB in, 68.0 KiB out)"
 expect 0 stats --file="$dir/f.json" --json
 cmp -s "$dir/out" "$dir/f.json" || fail "stats --file --json differs from the file"
 expect 0 stats --file="$dir/f.json" --format=prometheus
 out_has "discardcache_trims_total 2"
 expect 0 stats --file="$dir/f.json" --watch=100ms --count=2
-[ "$(grep -c "trims received:        2" "$dir/out")" -eq 2 ] ||
+[ "$(grep -c "^discardcache: 2 trims in" "$dir/out")" -eq 2 ] ||
     { cat "$dir/out"; fail "stats --file --watch --count=2: not two samples"; }
 # Its errors: no such file (3), not statistics (1), two sources or
 # another command (2).

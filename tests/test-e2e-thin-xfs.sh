@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache thin mode end to end: the same XFS file churn as
 # test-e2e-xfs.sh, first in identity mode, then in thin mode (slot=auto,
 # 4 KiB here; exported size twice the backing file's), and the discards

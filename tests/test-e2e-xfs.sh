@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache end to end on a real filesystem: sparse file -> nbdkit
 # discardcache -> nbdfuse (or discardfuse, with E2E_FRONTEND=fuse: see
 # test-fuse-e2e-xfs.sh) -> losetup -> mkfs.xfs -> mount -o discard ->

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: backend faults under the concurrent verifier.  The
 # backend is an NBD server (nbdkit memory, fresh for each run) behind
 # fault filters:

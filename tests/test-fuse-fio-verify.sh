@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardfuse: data integrity through the FUSE file, with fio's own
 # checksums (verify=crc32c), direct I/O on the loop device, and trims
 # racing the flusher.  Twice: on a sparse file, and on an NBD memory

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardfuse: what the mount offers and how each request maps.
 #   - disk and stats, with the right sizes and modes; stats is JSON,
 #     read-only and what discardctl stats --file shows; the image cannot

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardfuse: every bad input is refused before anything is mounted,
 # with a non-zero exit and a message naming the key or the mountpoint.
 # Each row: expected words in the error, then the arguments.  Then /dev/fuse

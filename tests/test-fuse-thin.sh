@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardfuse in thin mode: the image is the exported size (twice the
 # backing file); written data reads back and unwritten slots read as
 # zeros; a hole punch of whole slots unmaps them (stats node); bad thin

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardfuse: stopping while I/O runs.  Before each stop, known blocks
 # are written with O_DIRECT and fsync through the loop device, and a
 # trimmed range is partly rewritten (fsync) so the stop has discards to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: invariant 1 under a real race.  The backend is an NBD
 # server whose trims take 200 ms (nbdkit delay filter); discardcache
 # forwards at once (delay=0 idle=0).  A write to the range while its

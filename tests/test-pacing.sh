@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: budget= under sustained load, on the two slow device
 # models: fixed cost (one request at a time, every TRIM 20 ms) and size
 # proportional (tests/filters/trimcost.c: 1 ms + 4 ms per MiB, holding

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the plugin under nbdkit, driven by a libnbd client:
 # write, trim, overwrite, flush; the data read back is exactly what was
 # written, and the statistics show the cancelled bytes.

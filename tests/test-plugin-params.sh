@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: every bad parameter stops nbdkit before it serves, with
 # exit status 1 (never a crash) and a message that names the key.  Each
 # row: the words the message must contain, then the arguments after the

@@ -72,7 +72,11 @@ done
 XDG_RUNTIME_DIR=$dir/xdg "$NBDKIT" -U "$dir/nbd.sock" -P "$dir/pid" "$PLUGIN" \
     backend="$dir/disk" || fail "nbdkit with the default socket did not start"
 cleanup_fn stop_pidfile "$dir/pid" nbdkit
+wait_pidfile "$dir/pid"
 pid=$(cat "$dir/pid")
+# The rename is in after_fork, just after nbdkit writes its pidfile.
+wait_for_file "$dir/xdg/discardcache/$pid.sock" 30 ||
+    fail "no socket $pid.sock (the server's pid) in $dir/xdg/discardcache"
 socks=$(cd "$dir/xdg/discardcache" && echo *.sock)
 [ "$socks" = "$pid.sock" ] || fail "default sockets: '$socks', expected $pid.sock (the server's pid)"
 "$DISCARDCTL" -s "$dir/xdg/discardcache/$pid.sock" stats --json >/dev/null ||
@@ -93,6 +97,7 @@ echo "default socket: bound before the fork, served as $pid.sock, removed at sto
 "$NBDKIT" -U "$dir/nbd.sock" -P "$dir/pid" "$PLUGIN" backend="$dir/disk" \
     thin=on meta="$dir/meta" ctl=none || fail "thin server did not start"
 cleanup_fn stop_pidfile "$dir/pid" nbdkit
+wait_pidfile "$dir/pid"
 status=0
 timeout 60 "$NBDKIT" -U "$dir/nbd2.sock" -P "$dir/pid2" "$PLUGIN" backend="$dir/disk2" \
     thin=on meta="$dir/meta" ctl=none 2>"$dir/err" || status=$?

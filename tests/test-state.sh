@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the state file (invariant 4) across restarts of nbdkit
 # on a regular file.  A clean stop saves the pending set instead of
 # forwarding it and the next start loads exactly that set and removes

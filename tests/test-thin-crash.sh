@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: thin mode survives kill -9.  Each round starts nbdkit in
 # thin mode on the same backend and meta=, checks every slot whose
 # content is certain (data, and the mapping through extents: a trimmed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier with a tiny memory bound
 # (max-extents=16), under both on-full policies: the engine forwards or
 # drops the oldest extents from inside the trim path, splitting and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier against a sparse file with
 # forwarding as eager as it gets (delay=0 idle=0: the flusher sends each
 # trim the moment it lands, so writes meet discards in flight), then with

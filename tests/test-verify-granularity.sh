@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier with a coarse granularity (64k)
 # under 4 KiB and sector-cut trims: pending pieces smaller than a granule
 # wait for their neighbours, merged granules go out aligned inward, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier with passthrough=true, the
 # baseline that forwards every trim before it answers.
 source "${abs_top_srcdir:-$(dirname "$0")/..}/tests/functions.sh"

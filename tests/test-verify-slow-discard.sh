@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier over a backend whose discards
 # take 5 ms (nbd backend to nbdkit memory with the delay filter), with
 # eager forwarding: many writes land on a range whose discard is in

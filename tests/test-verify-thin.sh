@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the concurrent verifier in thin mode, exported size twice
 # the backend's.  Run "reuse": 4k slots and a trim-heavy mix, so freed
 # slots come back (their pending discards cancelled) and every block is

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: one round of the thin-mode crash test (test-thin-crash.sh).
 # Checks every slot whose content is known against the expected image
 # (data and mapping: a known-zero slot is a hole), then writes and trims

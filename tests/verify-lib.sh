@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: running the concurrent verifier (tests/verifier/) against
 # the plugin, shared by the tests/test-verify-*.sh scripts.
 # Source tests/functions.sh first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: discardctl's connection to the control socket (see
  * ctl-client.h).
  */
@@ -5,6 +6,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -23,6 +27,12 @@
 #define HELLO_TIMEOUT_MS 10000
 /* Sockets listed when several servers run. */
 #define MAX_CANDIDATES 16
+/* The default directory without XDG_RUNTIME_DIR (ctl_default_dir), where
+ * the systemd units put their sockets.
+ */
+#define CTL_SYSTEM_DIR "/run/discardcache"
+/* Each listed server's greeting, waited for at most this long. */
+#define DESCRIBE_TIMEOUT_MS 1000
 
 static int
 set_path (struct ctl_conn *conn, const char *path)
@@ -36,18 +46,51 @@ set_path (struct ctl_conn *conn, const char *path)
   return EXIT_OK;
 }
 
-/* A default socket is named after its server's pid; one whose server
- * is gone (killed, so it could not remove it) is not a candidate.
+/* Connect to path and return the descriptor, or -1 with errno set. */
+static int
+connect_unix (const char *path)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int saved;
+
+  if (fd == -1)
+    return -1;
+  snprintf (sun.sun_path, sizeof sun.sun_path, "%s", path);
+  if (connect (fd, (struct sockaddr *) &sun, sizeof sun) == -1) {
+    saved = errno;
+    close (fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+/* Whether dir/name is a live server's socket.  A default socket is named
+ * after its server's pid: one whose server is gone (killed, so it could
+ * not remove it) is not a candidate.  Any other NAME.sock (a stable ctl=
+ * path, as the systemd units give) is live when it accepts a connection.
  */
 static bool
-live_socket_name (const char *name)
+live_socket (const char *dir, const char *name)
 {
+  char path[sizeof ((struct sockaddr_un *) 0)->sun_path];
+  size_t len = strlen (name);
+  struct stat st;
   char *end;
   long pid = strtol (name, &end, 10);
+  int fd;
 
-  if (end == name || strcmp (end, ".sock") != 0 || pid <= 0 || name[0] == '0')
+  if (len <= 5 || strcmp (name + len - 5, ".sock") != 0)
     return false;
-  return kill ((pid_t) pid, 0) == 0 || errno == EPERM;
+  if (end != name && strcmp (end, ".sock") == 0 && name[0] != '0')
+    return pid > 0 && (kill ((pid_t) pid, 0) == 0 || errno == EPERM);
+  if (snprintf (path, sizeof path, "%s/%s", dir, name) >= (int) sizeof path ||
+      stat (path, &st) == -1 || !S_ISSOCK (st.st_mode) ||
+      (fd = connect_unix (path)) == -1)
+    return false;
+  close (fd);
+  return true;
 }
 
 static int
@@ -60,7 +103,7 @@ list_candidates (const char *dir, char names[][64], int max)
   if (d == NULL)
     return -1;
   while ((ent = readdir (d)) != NULL)
-    if (live_socket_name (ent->d_name) && strlen (ent->d_name) < 64) {
+    if (strlen (ent->d_name) < 64 && live_socket (dir, ent->d_name)) {
       if (n < max)
         strcpy (names[n], ent->d_name);
       n++;
@@ -69,17 +112,70 @@ list_candidates (const char *dir, char names[][64], int max)
   return n;
 }
 
+/* "backend=/srv/disk.img, pid 123" from the server's greeting, so that a
+ * list of servers says which is which; quietly less from a server that
+ * does not answer or does not say (an older one).
+ */
+static void
+describe_server (const char *path, char *buf, size_t n)
+{
+  char line[CTL_MAX_LINE + 1];
+  struct pollfd p = { .events = POLLIN };
+  struct jf_object obj;
+  const char *backend;
+  uint64_t pid = 0;
+  ssize_t got = 0, r;
+
+  snprintf (buf, n, "(no answer)");
+  if ((p.fd = connect_unix (path)) == -1)
+    return;
+  while ((size_t) got < sizeof line - 1 && memchr (line, '\n', got) == NULL &&
+         poll (&p, 1, DESCRIBE_TIMEOUT_MS) == 1 &&
+         (r = read (p.fd, line + got, sizeof line - 1 - got)) > 0)
+    got += r;
+  close (p.fd);
+  line[got] = '\0';
+  if (memchr (line, '\n', got) == NULL || jf_parse (line, &obj) == -1)
+    return;
+  backend = jf_str (&obj, "backend");
+  jf_u64 (&obj, "pid", &pid);
+  snprintf (buf, n, "backend=%s, pid %" PRIu64, backend ? backend : "?", pid);
+}
+
 static int
 too_many (const char *dir, char names[][64], int n)
 {
-  char list[MAX_CANDIDATES * 80] = "";
+  char list[MAX_CANDIDATES * 400] = "", path[PATH_MAX], what[300];
   size_t len = 0;
 
-  for (int i = 0; i < n && i < MAX_CANDIDATES; i++)
-    len += snprintf (list + len, sizeof list - len, "\n  %s/%s", dir, names[i]);
+  for (int i = 0; i < n && i < MAX_CANDIDATES && len < sizeof list; i++) {
+    snprintf (path, sizeof path, "%s/%s", dir, names[i]);
+    describe_server (path, what, sizeof what);
+    len += snprintf (list + len, sizeof list - len, "\n  %s  (%s)", path, what);
+  }
   dc_error ("%d discardcache servers are running; choose one with -s SOCKET "
             "or DISCARDCACHE_CTL:%s", n, list);
   return EXIT_USAGE;
+}
+
+/* When the default directory holds no socket: the system's directory
+ * may (a root login has XDG_RUNTIME_DIR=/run/user/0, while the systemd
+ * units' sockets are in /run/discardcache).  " (/run/discardcache holds
+ * N: ...)" or "".
+ */
+static void
+hint_system_dir (const char *dir, char *buf, size_t n)
+{
+  char names[MAX_CANDIDATES][64];
+  int found;
+
+  buf[0] = '\0';
+  if (strcmp (dir, CTL_SYSTEM_DIR) == 0)
+    return;
+  found = list_candidates (CTL_SYSTEM_DIR, names, MAX_CANDIDATES);
+  if (found > 0)
+    snprintf (buf, n, "; %s holds %d, e.g. -s %s/%s", CTL_SYSTEM_DIR, found,
+              CTL_SYSTEM_DIR, names[0]);
 }
 
 int
@@ -87,7 +183,7 @@ ctl_conn_resolve (struct ctl_conn *conn, const char *opt)
 {
   const char *env = getenv ("DISCARDCACHE_CTL");
   char dir[sizeof conn->path], path[sizeof conn->path + 64];
-  char names[MAX_CANDIDATES][64];
+  char names[MAX_CANDIDATES][64], hint[200];
   int n;
 
   if (opt)
@@ -102,19 +198,48 @@ ctl_conn_resolve (struct ctl_conn *conn, const char *opt)
   if (n > 1)
     return too_many (dir, names, n);
   if (n <= 0) {
+    const char *why = n == -1 ? strerror (errno) : NULL;
+
+    hint_system_dir (dir, hint, sizeof hint);
     dc_error ("no control socket found in %s%s%s (is a discardcache server "
-              "running? name its socket with -s SOCKET or DISCARDCACHE_CTL)",
-              dir, n == -1 ? ": " : "", n == -1 ? strerror (errno) : "");
+              "running? name its socket with -s SOCKET or DISCARDCACHE_CTL%s)",
+              dir, why ? ": " : "", why ? why : "", hint);
     return EXIT_CONNECT;
   }
   snprintf (path, sizeof path, "%s/%s", dir, names[0]);
   return set_path (conn, path);
 }
 
+/* -s naming something that is not a socket: say what it is, rather than
+ * suggest a killed server.  Returns false for a socket (or nothing).
+ */
+static bool
+not_a_socket (const char *path)
+{
+  struct stat st;
+
+  if (stat (path, &st) == -1 || S_ISSOCK (st.st_mode))
+    return false;
+  if (S_ISDIR (st.st_mode))
+    dc_error ("%s: cannot connect: a directory, not a socket (name the "
+              "socket in it, e.g. %s/NAME.sock)", path, path);
+  else if (S_ISREG (st.st_mode))
+    dc_error ("%s: cannot connect: a regular file, not a socket (for the "
+              "statistics a server left in statsfile=, use stats --file=%s)",
+              path, path);
+  else
+    dc_error ("%s: cannot connect: not a socket", path);
+  return true;
+}
+
 static int
 connect_failed (const struct ctl_conn *conn)
 {
-  const char *why = errno == ENOENT ? "no such socket (is the server running, "
+  const char *why;
+
+  if (errno != ENOENT && not_a_socket (conn->path))
+    return EXIT_CONNECT;
+  why = errno == ENOENT ? "no such socket (is the server running, "
                                       "and is this its ctl= path?)"
                   : errno == EACCES || errno == EPERM
                     ? "permission denied (the socket is 0600: run as root or "
@@ -164,15 +289,8 @@ read_hello (struct ctl_conn *conn)
 int
 ctl_conn_open (struct ctl_conn *conn)
 {
-  struct sockaddr_un sun = { .sun_family = AF_UNIX };
-
-  conn->fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (conn->fd == -1) {
-    dc_error ("socket: %m");
-    return EXIT_CONNECT;
-  }
-  snprintf (sun.sun_path, sizeof sun.sun_path, "%s", conn->path);
-  if (connect (conn->fd, (struct sockaddr *) &sun, sizeof sun) == -1)
+  conn->fd = connect_unix (conn->path);
+  if (conn->fd == -1)
     return connect_failed (conn);
   conn->in = fdopen (conn->fd, "r");
   if (conn->in == NULL) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: discardctl's side of the control socket: finding the
  * socket, connecting, sending a request and reading the reply lines.
  * Failures are reported with dc_error and returned as discardctl's exit

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardctl: control a running discardcache server through its control
- * socket: statistics, flush, dump, pause/resume, set.  See discardctl(8).
+ * socket: statistics, flush, dump, pause/resume, set.  See discardctl(1).
  */
 #include <config.h>
 
@@ -46,7 +47,7 @@
   "\n" \
   "Exit status: 0 ok, 1 the server answered with an error (or --file\n" \
   "holds no statistics), 2 usage, 3 cannot connect (or read --file).\n" \
-  "See discardctl(8).\n"
+  "See discardctl(1).\n"
 
 enum stats_format { FORMAT_TABLE, FORMAT_JSON, FORMAT_PROMETHEUS };
 
@@ -74,11 +75,12 @@ usage_error (const char *fmt, ...)
 {
   va_list args;
 
+  /* One line, the hint included: a script's log shows it whole. */
   fprintf (stderr, "discardctl: ");
   va_start (args, fmt);
   vfprintf (stderr, fmt, args);
   va_end (args);
-  fprintf (stderr, "\nTry 'discardctl --help'.\n");
+  fprintf (stderr, " (try 'discardctl --help')\n");
   return EXIT_USAGE;
 }
 
@@ -355,10 +357,13 @@ static int
 parse_watch (struct cmdline *cl, const char *arg)
 {
   cl->watch = true;
-  if (arg && (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1 ||
-              cl->interval_ms == 0))
-    return usage_error ("--watch=%s: expected an interval such as 1s or "
-                        "500ms (more than 0)", arg);
+  if (arg == NULL)
+    return EXIT_OK;
+  if (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1)
+    return EXIT_USAGE;          /* reported, the accepted forms with it */
+  if (cl->interval_ms == 0)
+    return usage_error ("--watch=%s: expected an interval more than 0, "
+                        "such as 1s or 500ms", arg);
   return EXIT_OK;
 }
 
@@ -391,6 +396,23 @@ parse_stats_option (struct cmdline *cl, int c, const char *arg)
   return EXIT_USAGE;
 }
 
+/* getopt_long's complaint, as one line of ours (opterr is 0): c is '?'
+ * for an option nobody knows, ':' for a missing value, or an option
+ * known to another command.
+ */
+static int
+option_error (const char *command, int c, char **argv,
+              const struct option *opt)
+{
+  if (c == '?')
+    return usage_error ("%s: unknown option '%s'", command, argv[optind - 1]);
+  if (c == ':')
+    return usage_error ("%s: option '%s' needs a value", command,
+                        argv[optind - 1]);
+  return usage_error ("%s: --%s is not an option of %s", command, opt->name,
+                      command);
+}
+
 static int
 parse_command_options (struct cmdline *cl, int argc, char **argv)
 {
@@ -408,10 +430,11 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
   bool stats = strcmp (cl->command, "stats") == 0;
   bool flush = strcmp (cl->command, "flush") == 0;
   bool dump = strcmp (cl->command, "dump") == 0;
-  int c, r;
+  int c, r, index = 0;
 
   optind = 0;
-  while ((c = getopt_long (argc, argv, "+", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "+:", opts, &index)) != -1) {
     if (c == 'j' && (flush || dump))
       cl->json = true;
     else if (c == 'm' && dump)
@@ -420,13 +443,12 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
       cl->wait = true;
     else if (c == 'p' && flush)
       cl->wait = cl->progress = true;
-    else if (stats && c != '?' && c != 'W' && c != 'p') {
+    else if (stats && c != '?' && c != ':' && c != 'W' && c != 'p') {
       if ((r = parse_stats_option (cl, c, optarg)) != EXIT_OK)
         return r;
     }
     else
-      return usage_error ("%s: unknown or misplaced option (see --help)",
-                          cl->command);
+      return option_error (cl->command, c, argv, &opts[index]);
   }
   if (strcmp (cl->command, "set") == 0) {
     cl->assignments = argv + optind;
@@ -434,7 +456,7 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
     optind = argc;
   }
   if (optind < argc)
-    return usage_error ("unexpected argument '%s' (see --help)", argv[optind]);
+    return usage_error ("unexpected argument '%s'", argv[optind]);
   return EXIT_OK;
 }
 
@@ -484,12 +506,14 @@ parse_global (struct cmdline *cl, int argc, char **argv)
   };
   int c;
 
-  while ((c = getopt_long (argc, argv, "+s:hV", opts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "+:s:hV", opts, NULL)) != -1) {
     switch (c) {
     case 's': cl->socket = optarg; break;
     case 'h': fputs (USAGE, stdout); exit (EXIT_OK);
     case 'V': printf ("discardctl (discardcache) %s\n", PACKAGE_VERSION); exit (EXIT_OK);
-    default: return usage_error ("bad option");
+    case ':': return usage_error ("option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error ("unknown option '%s'", argv[optind - 1]);
     }
   }
   if (optind == argc)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: numbers as people read them (see human.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: numbers as people read them, for discardctl. */
 #ifndef DISCARDCACHE_HUMAN_H
 #define DISCARDCACHE_HUMAN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the flat JSON object parser (see json-flat.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: a parser for the flat JSON objects the control socket
  * sends (one a line; values are numbers, strings, true, false or null,
  * never arrays or objects).  No allocation: it works in place.

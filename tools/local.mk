@@ -1,6 +1,8 @@
-# discardctl: the control socket's client, installed in sbin with its
-# man page (discardctl.8 from discardctl.pod, as the plugin's).
-sbin_PROGRAMS += tools/discardctl
+# SPDX-License-Identifier: BSD-3-Clause
+# discardctl: the control socket's client, installed in bin (a user may
+# run it against the servers the user runs) with its man page
+# (discardctl.1 from discardctl.pod, as the plugin's).
+bin_PROGRAMS += tools/discardctl
 tools_discardctl_SOURCES = \
 	tools/discardctl.c \
 	tools/ctl-client.c \
@@ -17,11 +19,17 @@ tools_discardctl_SOURCES = \
 	common/parse.h
 tools_discardctl_LDADD = libctlproto.la libdclogstderr.la
 
-man8_MANS += tools/discardctl.8
+man1_MANS += tools/discardctl.1
 EXTRA_DIST += tools/discardctl.pod
-CLEANFILES += tools/discardctl.8
+CLEANFILES += tools/discardctl.1
 
-tools/discardctl.8: tools/discardctl.pod
+tools/discardctl.1: tools/discardctl.pod
 	$(AM_V_GEN)$(MKDIR_P) tools && \
-	$(POD2MAN) --section=8 --center="discardcache" --release="$(PACKAGE_VERSION)" \
+	$(POD2MAN) --section=1 --center="discardcache" --release="$(PACKAGE_VERSION)" \
 	  --name=discardctl $< > $@.tmp && mv $@.tmp $@
+
+# The bash completion (commands, options, set's keys, live sockets).
+if INSTALL_BASH_COMPLETION
+bashcompletion_DATA = bash-completion/discardctl
+endif
+EXTRA_DIST += bash-completion/discardctl

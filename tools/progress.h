@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: discardctl's flush progress: a bar redrawn in place on a
- * terminal, plain lines (at most one a second) otherwise.
+ * terminal, fitted to its width ($COLUMNS, else TIOCGWINSZ, else 80),
+ * plain lines (at most one a second) otherwise.
  */
 #ifndef DISCARDCACHE_PROGRESS_H
 #define DISCARDCACHE_PROGRESS_H

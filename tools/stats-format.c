@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the statistics as a table and as Prometheus metrics
  * (see stats-format.h).
  */
@@ -124,9 +125,14 @@ stats_print_table (const struct jf_object *st, FILE *fp)
   uint64_t trimmed = get (st, "trim_bytes");
   char a[HUMAN_LEN], b[HUMAN_LEN];
 
-  fprintf (fp, "discardcache statistics\n");
-  fprintf (fp, ROW "%" PRIu64 " (%s)\n", "trims received:",
-           get (st, "trims"), human_size (trimmed, a));
+  /* Counts in and out differ in kind (merging joins trims, splitting at
+   * max-discard cuts them), so the headline sets them side by side
+   * rather than as a ratio.
+   */
+  fprintf (fp, "discardcache: %" PRIu64 " trims in, %" PRIu64
+           " discards out (%s in, %s out)\n", get (st, "trims"),
+           get (st, "forwarded"), human_size (trimmed, a),
+           human_size (get (st, "forwarded_bytes"), b));
   fprintf (fp, ROW "%s of trimmed bytes (%s)\n", "cancelled by writes:",
            human_percent (get (st, "cancelled_by_writes"), trimmed, a),
            human_size (get (st, "cancelled_by_writes"), b));
@@ -134,10 +140,6 @@ stats_print_table (const struct jf_object *st, FILE *fp)
            human_percent (get (st, "cancelled_by_zeroes"), trimmed, a),
            human_size (get (st, "cancelled_by_zeroes"), b));
   fprintf (fp, ROW "%" PRIu64 "\n", "merged into pending:", get (st, "merges"));
-  fprintf (fp, ROW "%" PRIu64 " discards (%s), %s of trims received\n",
-           "forwarded:", get (st, "forwarded"),
-           human_size (get (st, "forwarded_bytes"), a),
-           human_percent (get (st, "forwarded"), get (st, "trims"), b));
   print_dropped (st, fp);
   fprintf (fp, ROW "%" PRIu64 " extents, %s (sub-granule %s)\n", "pending:",
            get (st, "pending_extents"), human_size (get (st, "pending_bytes"), a),
@@ -163,79 +165,86 @@ stats_print_table (const struct jf_object *st, FILE *fp)
 }
 
 /* One metric per counter, HELP and TYPE once per name (the dropped
- * reasons share one name with a label).
+ * reasons share one name with a label).  Names are in base units
+ * (seconds, bytes) as Prometheus wants: the server's microseconds and
+ * milliseconds are divided by the metric's divisor.
  */
+#define US 1e6                          /* microseconds to seconds */
+#define MS 1e3                          /* milliseconds to seconds */
+#define US_PER_GIB (1e6 * 1073741824.0) /* us per GiB to s per byte */
+
 static const struct metric {
   const char *key;
   const char *name;
   const char *label;
   const char *type;
+  double divisor;              /* 1: the server's number as it is */
   const char *help;
 } metrics[] = {
-  { "trims", "trims_total", NULL, "counter", "TRIM requests received." },
-  { "trim_bytes", "trim_bytes_total", NULL, "counter", "Bytes in the TRIM requests received." },
-  { "cancelled_by_writes", "cancelled_by_writes_bytes_total", NULL, "counter", "Pending bytes cancelled by writes." },
-  { "cancelled_by_zeroes", "cancelled_by_zeroes_bytes_total", NULL, "counter", "Pending bytes cancelled by zero requests." },
-  { "merges", "merges_total", NULL, "counter", "TRIMs merged into pending extents." },
-  { "forwarded", "forwarded_total", NULL, "counter", "Discard commands sent to the backend." },
-  { "forwarded_bytes", "forwarded_bytes_total", NULL, "counter", "Bytes discarded on the backend." },
-  { "dropped", "dropped_total", NULL, "counter", "Pending extents given up (counted, never silently)." },
-  { "dropped_full_bytes", "dropped_bytes_total", "reason=\"full\"", "counter", "Pending bytes given up, by reason." },
-  { "dropped_unsupported_bytes", "dropped_bytes_total", "reason=\"unsupported\"", NULL, NULL },
-  { "dropped_fragment_bytes", "dropped_bytes_total", "reason=\"fragment\"", NULL, NULL },
-  { "dropped_nomem_bytes", "dropped_bytes_total", "reason=\"nomem\"", NULL, NULL },
-  { "dropped_error_bytes", "dropped_bytes_total", "reason=\"error\"", NULL, NULL },
-  { "pending_extents", "pending_extents", NULL, "gauge", "Pending discard extents." },
-  { "pending_bytes", "pending_bytes", NULL, "gauge", "Bytes in pending discard extents." },
-  { "subgranule_bytes", "subgranule_bytes", NULL, "gauge", "Pending bytes in extents smaller than a granule." },
-  { "inflight", "inflight", NULL, "gauge", "Discards being sent now." },
-  { "inflight_bytes", "inflight_bytes", NULL, "gauge", "Bytes in the discards being sent now." },
-  { "write_waits", "write_waits_total", NULL, "counter", "Writes that waited for a discard in flight." },
-  { "forward_errors", "forward_errors_total", NULL, "counter", "Discards that failed and stayed pending." },
-  { "last_error", "last_error", NULL, "gauge", "errno of the last failed discard, 0 if none." },
-  { "granularity", "granularity_bytes", NULL, "gauge", "Discard granularity in bytes." },
-  { "max_discard", "max_discard_bytes", NULL, "gauge", "Largest discard sent, in bytes." },
-  { "max_extents", "max_extents", NULL, "gauge", "Bound on pending extents." },
-  { "memory_bytes", "memory_bytes", NULL, "gauge", "Memory held by the extent map." },
-  { "state_loaded_extents", "state_loaded_extents", NULL, "gauge", "Pending extents loaded from the state file at start." },
-  { "state_loaded_bytes", "state_loaded_bytes", NULL, "gauge", "Bytes in the pending extents loaded from the state file at start." },
-  { "thin_slots", "thin_slots", NULL, "gauge", "Thin mode: physical slots in the pool." },
-  { "thin_trims", "thin_trims_total", NULL, "counter", "Thin mode: TRIM requests received from the client." },
-  { "thin_trim_bytes", "thin_trim_bytes_total", NULL, "counter", "Thin mode: bytes in the client's TRIM requests." },
-  { "thin_mapped", "thin_slots_mapped", NULL, "gauge", "Thin mode: slots mapped." },
-  { "thin_mapped_runs", "thin_runs_mapped", NULL, "gauge", "Thin mode: runs of mapped slots (logically and physically consecutive)." },
-  { "thin_free_clean", "thin_slots_free", "state=\"clean\"", "gauge", "Thin mode: free slots, by state." },
-  { "thin_free_pending", "thin_slots_free", "state=\"pending_discard\"", NULL, NULL },
-  { "thin_free_undurable", "thin_slots_free", "state=\"awaiting_commit\"", NULL, NULL },
-  { "thin_free_zero", "thin_slots_free_zero", NULL, "gauge", "Thin mode: clean free slots known to read as zeros." },
-  { "thin_free_pending_runs", "thin_runs_free", "state=\"pending_discard\"", "gauge", "Thin mode: runs of free slots, by state." },
-  { "thin_free_clean_runs", "thin_runs_free", "state=\"clean\"", NULL, NULL },
-  { "thin_free_pending_largest", "thin_largest_run_free", "state=\"pending_discard\"", "gauge", "Thin mode: the largest run of free slots whose discard may be pending, in slots." },
-  { "thin_allocated", "thin_allocated_total", NULL, "counter", "Thin mode: slots allocated." },
-  { "thin_reused", "thin_reused_total", NULL, "counter", "Thin mode: slots reused while their discard was pending." },
-  { "thin_enospc", "thin_enospc_total", NULL, "counter", "Thin mode: writes failed for want of a free slot." },
-  { "thin_zero_fills", "thin_zero_fills_total", NULL, "counter", "Thin mode: zero requests filling the uncovered part of a new slot." },
-  { "thin_map_bytes", "thin_map_bytes", NULL, "gauge", "Thin mode: memory of the map of runs." },
-  { "thin_memory_bytes", "thin_memory_bytes", NULL, "gauge", "Thin mode: memory of the map and the free space maps." },
-  { "thin_commits", "thin_commits_total", NULL, "counter", "Thin mode: journal commits." },
-  { "thin_journal_bytes", "thin_journal_bytes", NULL, "gauge", "Thin mode: size of the meta file." },
-  { "thin_checkpoints", "thin_checkpoints_total", NULL, "counter", "Thin mode: checkpoints written." },
-  { "thin_last_checkpoint", "thin_last_checkpoint_seconds", NULL, "gauge", "Thin mode: unix time of the last checkpoint." },
-  { "discard_p99_us_64k", "discard_p99_microseconds", "size=\"64k\"", "gauge", "p99 latency of forwarded discards, by size class." },
-  { "discard_p99_us_1m", "discard_p99_microseconds", "size=\"1m\"", NULL, NULL },
-  { "discard_p99_us_16m", "discard_p99_microseconds", "size=\"16m\"", NULL, NULL },
-  { "discard_p99_us_large", "discard_p99_microseconds", "size=\"large\"", NULL, NULL },
-  { "client_p99_us", "client_p99_microseconds", "discard=\"no\"", "gauge", "p99 latency of client requests over 2 s, by whether a discard was in flight." },
-  { "client_p99_discard_us", "client_p99_microseconds", "discard=\"yes\"", NULL, NULL },
-  { "stall_us", "stall_microseconds", NULL, "gauge", "Client p99 with a discard in flight minus without." },
-  { "model_a_us", "model_a_microseconds", NULL, "gauge", "Fitted discard cost per command." },
-  { "model_b_us_per_gib", "model_b_microseconds_per_gib", NULL, "gauge", "Fitted discard cost per GiB." },
-  { "budget_us", "budget_microseconds", NULL, "gauge", "budget= (0: no pacing)." },
-  { "pace_bytes_per_s", "pace_bytes_per_second", NULL, "gauge", "Bytes forwarded in the last second." },
-  { "pace_commands_per_s", "pace_commands_per_second", NULL, "gauge", "Discards forwarded in the last second." },
-  { "drain_eta_ms", "drain_eta_milliseconds", NULL, "gauge", "Pending bytes at the current pace." },
-  { "budget_overruns", "budget_overruns_total", NULL, "counter", "Seconds whose client p99 beat the budget while discards ran." },
-  { "forced_by_memory", "forced_by_memory_total", NULL, "counter", "Discards forwarded past the budget near max-extents." },
+  { "trims", "trims_total", NULL, "counter", 1, "TRIM requests received." },
+  { "trim_bytes", "trim_bytes_total", NULL, "counter", 1, "Bytes in the TRIM requests received." },
+  { "cancelled_by_writes", "cancelled_by_writes_bytes_total", NULL, "counter", 1, "Pending bytes cancelled by writes." },
+  { "cancelled_by_zeroes", "cancelled_by_zeroes_bytes_total", NULL, "counter", 1, "Pending bytes cancelled by zero requests." },
+  { "merges", "merges_total", NULL, "counter", 1, "TRIMs merged into pending extents." },
+  { "forwarded", "forwarded_total", NULL, "counter", 1, "Discard commands sent to the backend." },
+  { "forwarded_bytes", "forwarded_bytes_total", NULL, "counter", 1, "Bytes discarded on the backend." },
+  { "dropped", "dropped_total", NULL, "counter", 1, "Pending extents given up (counted, never silently)." },
+  { "dropped_full_bytes", "dropped_bytes_total", "reason=\"full\"", "counter", 1, "Pending bytes given up, by reason." },
+  { "dropped_unsupported_bytes", "dropped_bytes_total", "reason=\"unsupported\"", NULL, 1, NULL },
+  { "dropped_fragment_bytes", "dropped_bytes_total", "reason=\"fragment\"", NULL, 1, NULL },
+  { "dropped_nomem_bytes", "dropped_bytes_total", "reason=\"nomem\"", NULL, 1, NULL },
+  { "dropped_error_bytes", "dropped_bytes_total", "reason=\"error\"", NULL, 1, NULL },
+  { "pending_extents", "pending_extents", NULL, "gauge", 1, "Pending discard extents." },
+  { "pending_bytes", "pending_bytes", NULL, "gauge", 1, "Bytes in pending discard extents." },
+  { "subgranule_bytes", "subgranule_bytes", NULL, "gauge", 1, "Pending bytes in extents smaller than a granule." },
+  { "inflight", "inflight", NULL, "gauge", 1, "Discards being sent now." },
+  { "inflight_bytes", "inflight_bytes", NULL, "gauge", 1, "Bytes in the discards being sent now." },
+  { "write_waits", "write_waits_total", NULL, "counter", 1, "Writes that waited for a discard in flight." },
+  { "forward_errors", "forward_errors_total", NULL, "counter", 1, "Discards that failed and stayed pending." },
+  { "last_error", "last_error", NULL, "gauge", 1, "errno of the last failed discard, 0 if none." },
+  { "granularity", "granularity_bytes", NULL, "gauge", 1, "Discard granularity in bytes." },
+  { "max_discard", "max_discard_bytes", NULL, "gauge", 1, "Largest discard sent, in bytes." },
+  { "max_extents", "max_extents", NULL, "gauge", 1, "Bound on pending extents." },
+  { "memory_bytes", "memory_bytes", NULL, "gauge", 1, "Memory held by the extent map." },
+  { "state_loaded_extents", "state_loaded_extents", NULL, "gauge", 1, "Pending extents loaded from the state file at start." },
+  { "state_loaded_bytes", "state_loaded_bytes", NULL, "gauge", 1, "Bytes in the pending extents loaded from the state file at start." },
+  { "thin_slots", "thin_slots", NULL, "gauge", 1, "Thin mode: physical slots in the pool." },
+  { "thin_trims", "thin_trims_total", NULL, "counter", 1, "Thin mode: TRIM requests received from the client." },
+  { "thin_trim_bytes", "thin_trim_bytes_total", NULL, "counter", 1, "Thin mode: bytes in the client's TRIM requests." },
+  { "thin_mapped", "thin_slots_mapped", NULL, "gauge", 1, "Thin mode: slots mapped." },
+  { "thin_mapped_runs", "thin_runs_mapped", NULL, "gauge", 1, "Thin mode: runs of mapped slots (logically and physically consecutive)." },
+  { "thin_free_clean", "thin_slots_free", "state=\"clean\"", "gauge", 1, "Thin mode: free slots, by state." },
+  { "thin_free_pending", "thin_slots_free", "state=\"pending_discard\"", NULL, 1, NULL },
+  { "thin_free_undurable", "thin_slots_free", "state=\"awaiting_commit\"", NULL, 1, NULL },
+  { "thin_free_zero", "thin_slots_free_zero", NULL, "gauge", 1, "Thin mode: clean free slots known to read as zeros." },
+  { "thin_free_pending_runs", "thin_runs_free", "state=\"pending_discard\"", "gauge", 1, "Thin mode: runs of free slots, by state." },
+  { "thin_free_clean_runs", "thin_runs_free", "state=\"clean\"", NULL, 1, NULL },
+  { "thin_free_pending_largest", "thin_largest_run_free_slots", "state=\"pending_discard\"", "gauge", 1, "Thin mode: the largest run of free slots whose discard may be pending." },
+  { "thin_allocated", "thin_allocated_total", NULL, "counter", 1, "Thin mode: slots allocated." },
+  { "thin_reused", "thin_reused_total", NULL, "counter", 1, "Thin mode: slots reused while their discard was pending." },
+  { "thin_enospc", "thin_enospc_total", NULL, "counter", 1, "Thin mode: writes failed for want of a free slot." },
+  { "thin_zero_fills", "thin_zero_fills_total", NULL, "counter", 1, "Thin mode: zero requests filling the uncovered part of a new slot." },
+  { "thin_map_bytes", "thin_map_bytes", NULL, "gauge", 1, "Thin mode: memory of the map of runs." },
+  { "thin_memory_bytes", "thin_memory_bytes", NULL, "gauge", 1, "Thin mode: memory of the map and the free space maps." },
+  { "thin_commits", "thin_commits_total", NULL, "counter", 1, "Thin mode: journal commits." },
+  { "thin_journal_bytes", "thin_journal_bytes", NULL, "gauge", 1, "Thin mode: size of the meta file." },
+  { "thin_checkpoints", "thin_checkpoints_total", NULL, "counter", 1, "Thin mode: checkpoints written." },
+  { "thin_last_checkpoint", "thin_last_checkpoint_timestamp_seconds", NULL, "gauge", 1, "Thin mode: unix time of the last checkpoint (0: none yet)." },
+  { "discard_p99_us_64k", "discard_p99_seconds", "size=\"64k\"", "gauge", US, "p99 latency of forwarded discards, by size class." },
+  { "discard_p99_us_1m", "discard_p99_seconds", "size=\"1m\"", NULL, US, NULL },
+  { "discard_p99_us_16m", "discard_p99_seconds", "size=\"16m\"", NULL, US, NULL },
+  { "discard_p99_us_large", "discard_p99_seconds", "size=\"large\"", NULL, US, NULL },
+  { "client_p99_us", "client_p99_seconds", "discard=\"no\"", "gauge", US, "p99 latency of client requests over 2 s, by whether a discard was in flight." },
+  { "client_p99_discard_us", "client_p99_seconds", "discard=\"yes\"", NULL, US, NULL },
+  { "stall_us", "stall_seconds", NULL, "gauge", US, "Client p99 with a discard in flight minus without." },
+  { "model_a_us", "model_seconds_per_command", NULL, "gauge", US, "Fitted discard cost per command." },
+  { "model_b_us_per_gib", "model_seconds_per_byte", NULL, "gauge", US_PER_GIB, "Fitted discard cost per byte discarded." },
+  { "budget_us", "budget_seconds", NULL, "gauge", US, "budget= (0: no pacing)." },
+  { "pace_bytes_per_s", "pace_bytes_per_second", NULL, "gauge", 1, "Bytes forwarded in the last second." },
+  { "pace_commands_per_s", "pace_commands_per_second", NULL, "gauge", 1, "Discards forwarded in the last second." },
+  { "drain_eta_ms", "drain_eta_seconds", NULL, "gauge", MS, "Time to forward the pending bytes at the current pace." },
+  { "budget_overruns", "budget_overruns_total", NULL, "counter", 1, "Seconds whose client p99 beat the budget while discards ran." },
+  { "forced_by_memory", "forced_by_memory_total", NULL, "counter", 1, "Discards forwarded past the budget near max-extents." },
 };
 
 void
@@ -251,9 +260,14 @@ stats_print_prometheus (const struct jf_object *st, FILE *fp)
     if (m->help)
       fprintf (fp, "# HELP discardcache_%s %s\n# TYPE discardcache_%s %s\n",
                m->name, m->help, m->name, m->type);
-    fprintf (fp, "discardcache_%s%s%s%s %" PRIu64 "\n", m->name,
+    fprintf (fp, "discardcache_%s%s%s%s ", m->name,
              m->label ? "{" : "", m->label ? m->label : "",
-             m->label ? "}" : "", v);
+             m->label ? "}" : "");
+    /* 15 digits: exact for any count of microseconds below 10^15. */
+    if (m->divisor == 1)
+      fprintf (fp, "%" PRIu64 "\n", v);
+    else
+      fprintf (fp, "%.15g\n", v / m->divisor);
   }
   fprintf (fp, "# HELP discardcache_discard_supported 1 while the backend "
            "accepts discards.\n# TYPE discardcache_discard_supported gauge\n"

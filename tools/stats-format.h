@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: discardctl's views of the statistics the server sends
  * (the statsfile's JSON, parsed): a table for people and the Prometheus
  * text format for scrapers.  --json prints the server's line as is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the volume's keys (see volume.h). */
 #include <config.h>
 

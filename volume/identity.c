@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the identity volume: the exported disk is the backend,
  * every request goes to the engine as it is.
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The volume layer: identity or thin, above the engine.  Its include
 # path reaches the engine's public header, not the service's.
 noinst_LTLIBRARIES += libvolume.la

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: what each kind of volume implements (identity.c,
  * thin/thin.c) behind volume.h, and the helpers they share.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the volume interface (volume.h): open the kind the
  * config asks for, then dispatch each call to it.
  */

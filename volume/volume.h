@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the volume, the data path the front-ends call.  It sits
  * between the service (above) and the engine (below):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: extent map microbenchmark (`make bench`).
  *
  * Runs each scenario on the extent map and on a baseline built the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The side-by-side benchmarks: tests/bench/run (`make bench`) runs every
 # contender and workload and writes docs/benchmarks.md and docs/bench-*.png;
 # its smoke mode (tiny sizes) runs in `make check` so the scripts cannot rot.

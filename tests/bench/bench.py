@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Records and report for discardcache's benchmarks (tests/bench/run).
 
   bench.py record RESULTS.jsonl [--set KEY=VALUE]... [--num KEY=NUMBER]...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache benchmarks: servers, the slow-TRIM device model, the
 # contenders and the clients, for tests/bench/run.  Source
 # tests/functions.sh and tests/e2e-lib.sh first.

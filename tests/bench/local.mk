@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The extent map benchmark: built and run by `make bench` only (the
 # bench target in Makefile.am), never by `make check`.  It is an
 # EXTRA_PROGRAMS entry so that automake writes its link rule, set with

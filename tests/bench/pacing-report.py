@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """discardcache: the report of tests/bench/pacing.
 
 pacing-report.py RESDIR OUTDIR RUNTIME REPS ELAPSED LOAD

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: an nbdkit filter whose trims start failing with
  * ENOTSUP after the first N (enotsup-after=N, default 0), while the
  * export keeps advertising trim: a store that turns out not to support

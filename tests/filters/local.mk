@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nbdkit filters that only the tests load (--filter=PATH/.libs/NAME.so):
 # faults nbdkit's own filters cannot inject.  Shared modules, never
 # installed (-rpath only makes libtool build a .so).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: a device model whose TRIM costs a + b * length
  * (trimcost-base-us=A, trimcost-us-per-mib=B), for the pacing tests and
  * benchmarks.  nbdkit's delay filter only gives a fixed delay per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: libFuzzer target for the control protocol's request
  * side (service/ctl-proto.c): the bytes arrive in chunks (their size from
  * the first byte), go through the line assembler and the request parser

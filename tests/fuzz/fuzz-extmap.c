@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: libFuzzer target for the extent map.
  *
  * The input is a program: its first byte picks an address space (bytes,

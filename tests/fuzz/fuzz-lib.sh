@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: running the libFuzzer targets, shared by
 # tests/fuzz/test-fuzzers.sh (make check) and tests/fuzz/run-fuzzers.
 # Source tests/functions.sh first.

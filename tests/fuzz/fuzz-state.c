@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: libFuzzer target for the state file loader
  * (cache/state.c), on a buffer as the engine reads it: the input as is,
  * then with its checksum fixed up so that mutations reach the payload

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: libFuzzer target for thin mode's meta file loader
  * (volume/thin/thin-journal.c, thin-meta-v1.c, thin-map.c), on a buffer
  * as the volume reads it: the input as is, then with the checkpoint's

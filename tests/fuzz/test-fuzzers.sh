@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # discardcache: each libFuzzer target (the extent map against its
 # reference model, the control request parser, the state file loader,
 # thin mode's meta file loader)

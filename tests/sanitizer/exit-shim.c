@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests, sanitizer builds only: preloaded into nbdkit
  * after the sanitizer runtime (tests/functions.sh), this makes exit,
  * whether called or returned from main, end the process with _exit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sanitizer builds only: the exit() shim preloaded into nbdkit with the
 # sanitizer runtime (see tests/sanitizer/exit-shim.c).  Plain flags: it
 # must not need the runtime it works around.

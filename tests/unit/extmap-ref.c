@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: the extent map's reference model (extmap-ref.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: a reference model of the extent map that is
  * trivially correct, a sorted array of extents merged and split by
  * linear scans, and the same queries as extmap.h.  The differential

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: the in-memory backend (see mem-backend.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: an in-memory backend that records every discard,
  * can be made slow or failing, and zeroes discarded bytes so a wrongful
  * discard shows up as lost data.

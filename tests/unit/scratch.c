@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: scratch directories (see scratch.h). */
 #include <config.h>
 

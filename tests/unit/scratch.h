@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: scratch directories for the unit tests that need
  * files or sockets.
  */

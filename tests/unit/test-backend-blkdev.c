@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: the block device backend on a loop device.
  * Usage: test-backend-blkdev /dev/loopN BACKING-FILE
  * (run by tests/test-backend-blkdev.sh, which sets the device up).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: backend_open and the regular file backend, on
  * sparse temporary files in $TMPDIR (else /tmp) and /dev/shm (tmpfs,
  * which has no FALLOC_FL_ZERO_RANGE).

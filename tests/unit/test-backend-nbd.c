@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: the nbd backend against nbdkit.
  * Usage: test-backend-nbd MODE URI, run by tests/test-backend-nbd.sh,
  * which starts the server that MODE expects:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: checks shared by the backend test programs. */
 #include <config.h>
 

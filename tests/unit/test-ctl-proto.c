@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control protocol's pure parts (service/ctl-proto.c)
  * and discardctl's reply parser (tools/json-flat.c): request lines, the
  * line assembler, JSON quoting, and the flat-object parser reading back

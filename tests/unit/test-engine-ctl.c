@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control socket against the in-memory backend: the
  * engine's side (a control-socket flush forwards everything forwardable
  * ignoring delay, minlen and pause, reports progress and errors, and

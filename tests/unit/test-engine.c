@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: unit tests of the engine against the in-memory backend:
  * cancellation, splitting, alignment, max-discard, delay, minlen,
  * on-full, FUA, passthrough, errors and the in-flight race.

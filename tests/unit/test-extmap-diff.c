@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: differential test of the extent map.
  *
  * Random operations (seeded, reproducible) are applied both to the map

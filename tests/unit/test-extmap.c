@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: unit tests of the extent map, one edge at a time.
  * (test-extmap-diff.c checks random sequences against a model.)
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: grow_array (common/grow.h). */
 #include <config.h>
 

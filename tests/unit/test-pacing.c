@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the pacing cost model and decisions (cache/pacing.c) on
  * synthetic latency samples.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the value parsers and engine_config_set. */
 #include <config.h>
 

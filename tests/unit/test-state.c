@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the state file (invariant 4), through the engine and
  * the in-memory backend: a clean stop saves exactly the pending set
  * instead of forwarding it and the next start loads and consumes it;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: unit tests of thin mode: the map of runs, the free space
  * and the allocator (contiguity, best-fit reuse of pending runs, clean
  * space), ENOSPC before anything is written, zeros that keep or unmap

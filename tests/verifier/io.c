@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: connections, asynchronous commands and their
  * completions, all on one thread (libnbd's aio API and one poll loop).
  *

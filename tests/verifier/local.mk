@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The concurrent verifier (tests/verifier/verify.h) and the script that
 # runs it against each configuration of the plugin.
 check_PROGRAMS += tests/verifier/verify

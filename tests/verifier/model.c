@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: the block model (see model.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: the model of what every 4 KiB block of the
  * disk may contain, and the patterns written into them.
  *

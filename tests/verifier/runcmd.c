@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: commands beside the I/O (see runcmd.h). */
 #include <config.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: shell commands run beside the I/O, such as
  * `discardctl flush --wait` (--flush-cmd) or `discardctl pause`
  * (--ctl-cmd), from a thread of their own so the I/O never stops for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: a concurrent, seeded random workload of
  * writes, trims, zeroes, flushes and reads over several NBD
  * connections, checked against a model of every 4 KiB block (model.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: the state shared by its parts.
  *
  *   verify.c    options, the phases of a run, the summary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache verifier: which operation comes next.
  *
  * Uniformly random operations on a disk of thousands of blocks would

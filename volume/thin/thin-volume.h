@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the thin volume (thin.c; the map and the meta file are
  * in thin.h).  Opened through volume_open with thin=on; each data-path
  * call has volume.h's semantics on the exported (logical) disk and goes
