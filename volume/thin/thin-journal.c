@@ -38,6 +38,10 @@ enum {
 
 static int
 fail (char *why, size_t whylen, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static int
+fail (char *why, size_t whylen, const char *fmt, ...)
 {
   va_list ap;
 
