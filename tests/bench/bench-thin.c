@@ -4,7 +4,10 @@
  *
  *   map_runs, map_bytes_per_run    a map of RUNS runs (logical slot 2i
  *                                  on physical 2i, so none join): the
- *                                  map's own bytes per run
+ *                                  map's own bytes per run, built in
+ *                                  order (as a checkpoint loads it)
+ *   map_bytes_per_run_random       the same map built in random order
+ *                                  (as writes into random places do)
  *   memory_bytes_per_run           ... with the free space maps, per run
  *                                  of either kind
  *   checkpoint_bytes, load_s       a meta file holding those runs, and
@@ -82,6 +85,38 @@ pick_ns (uint64_t runs)
   return t0 * 1e9 / picks;
 }
 
+/* Bytes per run of a map of runs runs inserted in a random order. */
+static double
+random_map_bytes (uint64_t runs)
+{
+  uint64_t *order = malloc (runs * sizeof *order), seed = 1;
+  struct thin_map m;
+  double bytes;
+
+  if (order == NULL || thin_map_init (&m, 2 * runs, 2 * runs) == -1)
+    die ("random map");
+  for (uint64_t i = 0; i < runs; i++)
+    order[i] = i;
+  for (uint64_t i = runs; i > 1; i--) {     /* Fisher-Yates, xorshift */
+    uint64_t j, t;
+
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    j = seed % i;
+    t = order[i - 1];
+    order[i - 1] = order[j];
+    order[j] = t;
+  }
+  for (uint64_t i = 0; i < runs; i++)
+    if (thin_map_add (&m, 2 * order[i], 1, (uint32_t) (2 * order[i])) == -1)
+      die ("thin_map_add");
+  bytes = (double) thin_map_memory (&m) / thin_map_runs (&m);
+  thin_map_free (&m);
+  free (order);
+  return bytes;
+}
+
 /* The meta file: logical 2i on physical 2i, for i < runs. */
 static void
 write_meta (const char *path, const struct thin_meta_id *id, uint64_t runs)
@@ -99,6 +134,7 @@ write_meta (const char *path, const struct thin_meta_id *id, uint64_t runs)
   printf ("map_runs %" PRIu64 "\n", thin_map_runs (&m));
   printf ("map_bytes_per_run %.1f\n",
           (double) thin_map_memory (&m) / thin_map_runs (&m));
+  printf ("map_bytes_per_run_random %.1f\n", random_map_bytes (runs));
   if (thin_checkpoint_encode (id, m.runs, 1, 0, &img, &len) == -1)
     die ("thin_checkpoint_encode");
   thin_map_free (&m);

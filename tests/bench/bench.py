@@ -814,7 +814,8 @@ def report_thin_memory(t, out, targets):
                "sparse file, and the allocator beside many pending runs (lone freed slots "
                "whose discard the engine still holds).\n" % (r.get("args", ""), fmt(r.get("map_runs"), 0)))
     out.append(md_table(["figure", "value"], [
-        ["map bytes per mapped run", fmt(r.get("map_bytes_per_run"), 1)],
+        ["map bytes per mapped run (built in order, as a checkpoint loads)", fmt(r.get("map_bytes_per_run"), 1)],
+        ["the same map built in random order", fmt(r.get("map_bytes_per_run_random"), 1)],
         ["all maps' bytes per run (mapped and free)", fmt(r.get("memory_bytes_per_run"), 1)],
         ["checkpoint size, bytes", fmt(r.get("checkpoint_bytes"), 0)],
         ["open (load) of the checkpoint, s", fmt(r.get("load_s"), 3)],
@@ -824,8 +825,10 @@ def report_thin_memory(t, out, targets):
         ["the same, %s pending runs, µs" % fmt(r.get("pending_runs"), 0), fmt(r.get("alloc_us_large"), 2)],
     ]))
     out.append("")
+    worst = max(r.get("map_bytes_per_run", 99), r.get("map_bytes_per_run_random", 0))
     targets.append(("6. thin, memory", verdict(
-        r.get("map_bytes_per_run", 99) <= 32, "%.1f bytes per mapped run (target ≤ 32)" % r.get("map_bytes_per_run", 0))))
+        worst <= 32, "%.1f bytes per mapped run, %.1f built in random order (target ≤ 32)"
+        % (r.get("map_bytes_per_run", 0), r.get("map_bytes_per_run_random", 0)))))
     targets.append(("6. thin, memory", verdict(
         r.get("load_s", 99) < 2, "a checkpoint of %s runs loads in %.2f s (target < 2 s)" % (fmt(r.get("map_runs"), 0), r.get("load_s", 0)))))
     small, large = r.get("alloc_us_small"), r.get("alloc_us_large")
