@@ -25,6 +25,9 @@ struct backend_limits {
   bool can_flush;          /* flush means something */
   bool can_extents;        /* extents() reports holes */
   bool discard_zeroes;     /* discarded ranges read back as zeros */
+  bool zero_unmaps;        /* a zero with may_trim deallocates whole
+                              blocks as a discard does (file: the same
+                              hole punch) */
   bool can_multi_conn;     /* a flush covers writes made by any caller */
   uint32_t discard_granularity; /* bytes, a power of two, >= 1 */
   uint64_t max_discard;    /* largest single discard in bytes (> 0) */

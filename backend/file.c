@@ -234,6 +234,11 @@ file_set_limits (struct backend_limits *l, int fd, const struct stat *st)
   l->can_zero = !l->read_only;
   l->can_extents = true;
   l->discard_zeroes = true;
+  /* zero_by_fallocate punches with may_trim, as file_discard does; if
+   * punching turns out unsupported, discard fails too and forwarding
+   * stops, so a zero that fell back to ZERO_RANGE hides no discard.
+   */
+  l->zero_unmaps = l->can_discard;
   l->discard_granularity = fs_block_size (fd, st);
   l->max_discard = BACKEND_MAX_DISCARD;
   l->min_block = 0;             /* any byte range works */

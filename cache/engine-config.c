@@ -2,6 +2,7 @@
 /* discardcache: engine settings (see config.h). */
 #include <config.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@ engine_config_init (struct engine_config *cfg)
     .delay_ms = 30000,
     .idle_ms = 200,
     .max_extents = 1024 * 1024,
+    .max_clean_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
   };
 }
@@ -114,6 +116,23 @@ set_max_extents (const char *key, const char *value, uint64_t *out)
   return 0;
 }
 
+/* 0 or off turns the known-clean map off. */
+static int
+set_max_clean_extents (const char *key, const char *value, uint64_t *out)
+{
+  if (strcmp (value, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (!isdigit ((unsigned char) value[0])) {
+    dc_error ("%s=%s: invalid value: expected off, or a count with an "
+              "optional suffix k or M such as 1M (0 is off too)", key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  return parse_scaled_count (key, value, out);
+}
+
 static int
 set_on_full (const char *key, const char *value, enum on_full_policy *out)
 {
@@ -160,6 +179,8 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return set_budget (key, value, &cfg->budget_ms);
   if (strcmp (key, "max-extents") == 0)
     return set_max_extents (key, value, &cfg->max_extents);
+  if (strcmp (key, "max-clean-extents") == 0)
+    return set_max_clean_extents (key, value, &cfg->max_clean_extents);
   if (strcmp (key, "on-full") == 0)
     return set_on_full (key, value, &cfg->on_full);
   if (strcmp (key, "flush-discards") == 0)

@@ -23,6 +23,7 @@ struct engine_config {
   uint64_t rate;               /* discards per second, 0 = unlimited */
   uint64_t budget_ms;          /* extra client p99 forwarding may cause; 0: off */
   uint64_t max_extents;        /* memory bound on pending extents */
+  uint64_t max_clean_extents;  /* bound on the known-clean map; 0: off */
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */

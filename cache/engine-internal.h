@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "clean.h"
 #include "engine-config.h"
 #include "engine.h"
 #include "extmap.h"
@@ -36,6 +37,7 @@ struct engine {
   pthread_cond_t wakeup;            /* the flusher has something to look at */
   pthread_cond_t flushed;           /* flush_completed moved, or stopping */
   struct extmap *map;
+  struct clean_map clean;           /* invariant 9: discarded, not written */
   struct inflight *inflight;
   uint64_t epoch_ms;                /* monotonic ms at tick 0 */
   uint64_t map_generation;          /* bumped by every insert */

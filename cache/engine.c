@@ -134,7 +134,10 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     dc_error ("engine: out of memory");
     goto err;
   }
-  if (resolve_limits (e) == -1 || init_sync (e) == -1)
+  if (resolve_limits (e) == -1 ||
+      clean_init (&e->clean, e->cfg.passthrough ? 0 : e->cfg.max_clean_extents,
+                  e->granularity) == -1 ||
+      init_sync (e) == -1)
     goto err;
   e->forwarding_disabled = !b->limits.can_discard;
   e->epoch_ms = engine_now_ms ();
@@ -164,6 +167,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
 
     backend_close (e->backend);
     extmap_free (e->map);
+    clean_free (&e->clean);
     engine_config_free (&e->cfg);
     free (e);
     errno = saved_errno;
@@ -268,6 +272,7 @@ engine_close (struct engine *e)
     engine_stop (e, 0);
   backend_close (e->backend);
   extmap_free (e->map);
+  clean_free (&e->clean);
   pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
@@ -383,7 +388,9 @@ cancel_whole_extents_locked (struct engine *e, uint64_t offset,
 /* Invariant 1: remove pending discards under [offset, offset+length) and
  * wait out any overlapping discard in flight.  A discard that fails goes
  * back into the map before it leaves the in-flight list, so the loop
- * removes it again.
+ * removes it again.  Invariant 9: in the same step the range stops being
+ * known clean; a discard in flight that succeeds marks its range clean
+ * before it leaves the list, so the loop takes that out again too.
  */
 static void
 cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
@@ -397,6 +404,7 @@ cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
       *cancelled += removed;
     else
       cancel_whole_extents_locked (e, offset, length, cancelled);
+    clean_written (&e->clean, offset, length);
     if (!engine_overlaps_inflight_locked (e, offset, length))
       break;
     e->stats.write_waits++;
@@ -527,6 +535,14 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
   request_begin (e, &rq);
   cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
   r = e->backend->ops->zero (e->backend, offset, length, may_trim, fua);
+  /* Invariant 9: where the backend's zero deallocates as its discard
+   * does, the zeroed granules are as clean as discarded ones.
+   */
+  if (r == 0 && may_trim && e->backend->limits.zero_unmaps) {
+    pthread_mutex_lock (&e->lock);
+    clean_discarded (&e->clean, offset, length);
+    pthread_mutex_unlock (&e->lock);
+  }
   request_end (e, &rq);
   return r;
 }
@@ -583,8 +599,11 @@ trim_now (struct engine *e, uint64_t offset, uint64_t length, bool fua)
   return e->cfg.passthrough ? r : 0;
 }
 
+/* Queue [offset, offset+length) as pending.  May drop the lock (to
+ * forward at the bound, or without memory to remember it).
+ */
 static void
-record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
+record_range_locked (struct engine *e, uint64_t offset, uint64_t length)
 {
   size_t before = extmap_count (e->map);
 
@@ -596,7 +615,32 @@ record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
   e->stats.merges += before + 1 - extmap_count (e->map);
   e->map_generation++;
   engine_enforce_bound_locked (e);
-  pthread_cond_signal (&e->wakeup);
+}
+
+/* Invariant 9: the parts of a TRIM that are known clean are counted,
+ * not recorded; the rest is queued.  Recording may drop the lock, so
+ * the clean map is asked again after each piece.
+ */
+static void
+record_trim_locked (struct engine *e, uint64_t offset, uint64_t length)
+{
+  uint64_t pos = offset, end = offset + length, start, stop;
+  bool recorded = false;
+
+  while (pos < end) {
+    if (!clean_find (&e->clean, pos, end - pos, &start, &stop))
+      start = stop = end;
+    if (start > pos) {
+      record_range_locked (e, pos, start - pos);
+      recorded = true;
+      pos = start;
+      continue;
+    }
+    e->stats.already_clean_bytes += stop - pos;
+    pos = stop;
+  }
+  if (recorded)
+    pthread_cond_signal (&e->wakeup);
 }
 
 int
@@ -723,6 +767,25 @@ engine_extents (struct engine *e, uint64_t offset, uint64_t length,
   return r;
 }
 
+bool
+engine_known_clean (struct engine *e, uint64_t offset, uint64_t length)
+{
+  bool r;
+
+  pthread_mutex_lock (&e->lock);
+  r = clean_covers (&e->clean, offset, length);
+  pthread_mutex_unlock (&e->lock);
+  return r;
+}
+
+void
+engine_forget_clean (struct engine *e, uint64_t *extents, uint64_t *bytes)
+{
+  pthread_mutex_lock (&e->lock);
+  clean_forget_all (&e->clean, extents, bytes);
+  pthread_mutex_unlock (&e->lock);
+}
+
 void
 engine_pause (struct engine *e, bool paused)
 {
@@ -825,6 +888,11 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->granularity = e->granularity;
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
+  st->clean_extents = clean_extents (&e->clean);
+  st->clean_bytes = clean_bytes (&e->clean);
+  st->clean_memory_bytes = clean_memory (&e->clean);
+  st->clean_forgotten_bytes = e->clean.forgotten_bytes;
+  st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
   pthread_mutex_unlock (&e->lock);
 }

@@ -10,6 +10,13 @@
  * already in flight; so no discard is sent over data written after that
  * discard was received.
  *
+ * Invariant 9 (discard once): the engine remembers, in whole granules,
+ * what the backend has discarded and nothing has written since (the
+ * known-clean map, bounded by max-clean-extents); a TRIM over it is
+ * acknowledged and counted, not sent again.  A write or zero takes its
+ * granules out of that map in the same step as it cancels pending
+ * discards.
+ *
  * Functions returning int return 0 or -1 with errno set, the error
  * reported once with dc_error.
  */
@@ -50,6 +57,15 @@ struct engine_stats {
   uint64_t forward_errors;          /* discards that failed and stay pending */
   uint64_t state_loaded_extents;    /* taken from state= at this start */
   uint64_t state_loaded_bytes;
+  /* The known-clean map (invariant 9, max-clean-extents=). */
+  uint64_t already_clean_bytes;     /* trimmed bytes known clean: not sent again */
+  uint64_t clean_extents;           /* ranges known clean now */
+  uint64_t clean_bytes;
+  uint64_t clean_memory_bytes;      /* held by the known-clean map */
+  uint64_t clean_forgotten_bytes;   /* clean bytes forgotten at the bound */
+  uint64_t max_clean_extents;       /* 0: off */
+  uint64_t state_loaded_clean_extents; /* taken from state= at this start */
+  uint64_t state_loaded_clean_bytes;
   int last_error;                   /* errno of the last failed discard, 0 if none */
   bool discard_supported;           /* false once the backend said EOPNOTSUPP */
   bool paused;
@@ -197,6 +213,21 @@ extern size_t engine_dump_batch (struct engine *e, uint64_t from,
  */
 extern bool engine_discard_pending (struct engine *e, uint64_t offset,
                                     uint64_t length);
+
+/* Whether every byte of [offset, offset+length) is known clean: the
+ * backend discarded it and nothing has written it since (with the
+ * backend's discard_zeroes, it reads as zeros).  False when the map is
+ * off or has forgotten any of it.
+ */
+extern bool engine_known_clean (struct engine *e, uint64_t offset,
+                                uint64_t length);
+
+/* Forget the whole known-clean map, so that every later TRIM reaches
+ * the backend again (discardctl forget-clean).  Stores what was
+ * forgotten (either may be NULL).
+ */
+extern void engine_forget_clean (struct engine *e, uint64_t *extents,
+                                 uint64_t *bytes);
 
 /* Stop or restart the flusher's forwarding (drain still works). */
 extern void engine_pause (struct engine *e, bool paused);

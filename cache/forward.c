@@ -177,6 +177,10 @@ engine_forward_locked (struct engine *e, uint64_t offset, uint64_t length,
   e->stats.inflight_bytes -= length;
   e->stats.forwarded += commands;
   e->stats.forwarded_bytes += sent;
+  /* Invariant 9: what went out is clean, marked before the entry leaves
+   * the in-flight list, so a write that waited for it takes it out again.
+   */
+  clean_discarded (&e->clean, offset, sent);
   if (r == -1) {
     if (err == EOPNOTSUPP || err == ENOTSUP) {
       disable_forwarding_locked (e);

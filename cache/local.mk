@@ -6,6 +6,8 @@ include cache/extmap.mk
 # include path holds no volume or service header: nothing calls up.
 noinst_LTLIBRARIES += libengine.la
 libengine_la_SOURCES = \
+	cache/clean.c \
+	cache/clean.h \
 	cache/engine-config.c \
 	cache/engine-config.h \
 	cache/engine.c \

@@ -5,7 +5,8 @@
  * (removed, the directory fsynced) before the first request is served,
  * so after a crash there is nothing left to replay.  A file that does
  * not match or does not check out is renamed to FILE.rejected and never
- * applied.  The format is in state.c.
+ * applied.  It carries the pending extents and the known-clean map
+ * (invariant 9) under the same rules.  The format is in state.c.
  */
 #include <config.h>
 
@@ -68,28 +69,43 @@ or_bits (const struct extent *x, void *opaque)
 }
 
 static int
-encode_one (const struct extent *x, void *opaque)
+encode_pending (const struct extent *x, void *opaque)
 {
-  return state_encoder_add (opaque, x->offset, x->length);
+  return state_encoder_add (opaque, STATE_PENDING, x->offset, x->length);
 }
 
-/* Two passes over the map: the first finds the largest power of two
- * dividing every offset and length, so the varints count in that unit.
+static int
+encode_clean (const struct extent *x, void *opaque)
+{
+  return state_encoder_add (opaque, STATE_CLEAN, x->offset, x->length);
+}
+
+/* The largest power of two dividing every offset and length seen. */
+static uint64_t
+unit_of (uint64_t bits)
+{
+  return bits ? bits & -bits : 1;
+}
+
+/* Two passes over each map: the first finds the unit (the largest power
+ * of two dividing every offset and length), so the varints count in it.
  */
 static int
-encode_map_locked (struct engine *e, void **image, size_t *len)
+encode_maps_locked (struct engine *e, void **image, size_t *len)
 {
   struct state_encoder *enc;
   struct state_identity id;
-  uint64_t bits = 0;
+  uint64_t bits = 0, clean_bits = 0;
   int r = -1;
 
   extmap_iterate (e->map, 0, or_bits, &bits);
-  enc = state_encoder_new (bits ? bits & -bits : 1);
+  clean_iterate (&e->clean, or_bits, &clean_bits);
+  enc = state_encoder_new (unit_of (bits), unit_of (clean_bits));
   if (enc == NULL)
     return -1;
   current_identity (e, &id);
-  if (extmap_iterate (e->map, 0, encode_one, enc) == 0)
+  if (extmap_iterate (e->map, 0, encode_pending, enc) == 0 &&
+      clean_iterate (&e->clean, encode_clean, enc) == 0)
     r = state_encoder_finish (enc, &id, image, len);
   state_encoder_free (enc);
   return r;
@@ -133,22 +149,26 @@ engine_state_save (struct engine *e)
 {
   CLEANUP_FREE void *image = NULL;
   size_t len, n;
-  uint64_t bytes;
+  uint64_t bytes, clean_n, clean_b;
   int r;
 
   pthread_mutex_lock (&e->lock);
   n = extmap_count (e->map);
   bytes = extmap_bytes (e->map);
-  r = n ? encode_map_locked (e, &image, &len) : 0;
+  clean_n = clean_extents (&e->clean);
+  clean_b = clean_bytes (&e->clean);
+  r = n || clean_n ? encode_maps_locked (e, &image, &len) : 0;
   pthread_mutex_unlock (&e->lock);
-  if (n == 0) {
-    dc_debug ("state=%s: nothing pending, no state file written", e->cfg.state);
+  if (n == 0 && clean_n == 0) {
+    dc_debug ("state=%s: nothing pending or known clean, no state file "
+              "written", e->cfg.state);
     return 0;
   }
   if (r == -1 || write_atomically (e->cfg.state, image, len) == -1)
     return -1;
-  dc_debug ("state=%s: saved %zu pending extents (%" PRIu64 " bytes) in %zu "
-            "bytes", e->cfg.state, n, bytes, len);
+  dc_debug ("state=%s: saved %zu pending extents (%" PRIu64 " bytes) and %"
+            PRIu64 " known-clean extents (%" PRIu64 " bytes) in %zu bytes",
+            e->cfg.state, n, bytes, clean_n, clean_b, len);
   return 0;
 }
 
@@ -220,14 +240,20 @@ struct apply {
   uint32_t ticks;
 };
 
-/* Loaded extents are queued now, so they wait their delay again. */
+/* Loaded extents are queued now, so they wait their delay again; known
+ * clean ones are clean again (or forgotten at the bound, or dropped with
+ * the map off).
+ */
 static int
-apply_one (uint64_t offset, uint64_t length, void *opaque)
+apply_one (enum state_list list, uint64_t offset, uint64_t length,
+           void *opaque)
 {
   struct apply *a = opaque;
   struct engine *e = a->e;
 
-  if (extmap_insert (e->map, offset, length, a->ticks) == -1) {
+  if (list == STATE_CLEAN)
+    clean_discarded (&e->clean, offset, length);
+  else if (extmap_insert (e->map, offset, length, a->ticks) == -1) {
     e->stats.dropped++;
     e->stats.dropped_bytes += length;
     e->stats.dropped_nomem_bytes += length;
@@ -274,9 +300,13 @@ engine_state_load (struct engine *e)
   e->map_generation++;
   e->stats.state_loaded_extents = h.count;
   e->stats.state_loaded_bytes = h.bytes;
+  e->stats.state_loaded_clean_extents = h.clean_count;
+  e->stats.state_loaded_clean_bytes = h.clean_bytes;
   engine_enforce_bound_locked (e);
   pthread_mutex_unlock (&e->lock);
   dc_debug ("state=%s: loaded %" PRIu64 " pending extents (%" PRIu64
-            " bytes) and removed the file", path, h.count, h.bytes);
+            " bytes) and %" PRIu64 " known-clean extents (%" PRIu64 " bytes) "
+            "from a version %" PRIu32 " file, and removed the file", path,
+            h.count, h.bytes, h.clean_count, h.clean_bytes, h.version);
   return 0;
 }

@@ -31,6 +31,9 @@ enum {
   OFF_MTIME = 56, OFF_COUNT = 64, OFF_BYTES = 72, OFF_SHIFT = 80,
   OFF_NAMELEN = 84, OFF_RAWLEN = 88, OFF_PAYLEN = 96, OFF_CRC = 104,
   OFF_RESERVED = 108,
+  /* Version 2. */
+  OFF_CLEAN_COUNT = 112, OFF_CLEAN_BYTES = 120, OFF_CLEAN_SHIFT = 128,
+  OFF_RESERVED2 = 132,
 };
 
 /* Fast enough for a 1M-extent file and still cheap to set up; the
@@ -58,22 +61,24 @@ state_checksum (const void *image, size_t len)
 /* Encoding. */
 
 struct state_encoder {
-  unsigned shift;
+  unsigned shift[2];            /* by enum state_list */
+  enum state_list list;         /* the list being appended to */
   uint64_t prev_end;
-  uint64_t count;
-  uint64_t bytes;
+  uint64_t count[2];
+  uint64_t bytes[2];
   unsigned char *raw;
   size_t len;
   size_t cap;
 };
 
 struct state_encoder *
-state_encoder_new (uint64_t unit)
+state_encoder_new (uint64_t unit, uint64_t clean_unit)
 {
   struct state_encoder *enc;
 
-  if (!is_power_of_2 (unit)) {
-    dc_error ("state: unit %" PRIu64 " is not a power of two", unit);
+  if (!is_power_of_2 (unit) || !is_power_of_2 (clean_unit)) {
+    dc_error ("state: unit %" PRIu64 " or %" PRIu64 " is not a power of two",
+              unit, clean_unit);
     errno = EINVAL;
     return NULL;
   }
@@ -82,7 +87,8 @@ state_encoder_new (uint64_t unit)
     dc_error ("state: out of memory");
     return NULL;
   }
-  enc->shift = __builtin_ctzll (unit);
+  enc->shift[STATE_PENDING] = __builtin_ctzll (unit);
+  enc->shift[STATE_CLEAN] = __builtin_ctzll (clean_unit);
   return enc;
 }
 
@@ -107,10 +113,21 @@ put_varint (struct state_encoder *enc, uint64_t v)
 }
 
 int
-state_encoder_add (struct state_encoder *enc, uint64_t offset, uint64_t length)
+state_encoder_add (struct state_encoder *enc, enum state_list list,
+                   uint64_t offset, uint64_t length)
 {
-  uint64_t mask = (UINT64_C (1) << enc->shift) - 1;
+  unsigned shift = enc->shift[list == STATE_CLEAN];
+  uint64_t mask = (UINT64_C (1) << shift) - 1;
 
+  if (list < enc->list || (list != STATE_PENDING && list != STATE_CLEAN)) {
+    dc_error ("state: a pending extent after the known-clean ones");
+    errno = EINVAL;
+    return -1;
+  }
+  if (list != enc->list) {
+    enc->list = list;
+    enc->prev_end = 0;
+  }
   if (length == 0 || offset < enc->prev_end || ((offset | length) & mask) ||
       offset + length < offset) {
     dc_error ("state: extent [%" PRIu64 ", +%" PRIu64 ") is out of order, "
@@ -118,12 +135,12 @@ state_encoder_add (struct state_encoder *enc, uint64_t offset, uint64_t length)
     errno = EINVAL;
     return -1;
   }
-  if (put_varint (enc, (offset - enc->prev_end) >> enc->shift) == -1 ||
-      put_varint (enc, length >> enc->shift) == -1)
+  if (put_varint (enc, (offset - enc->prev_end) >> shift) == -1 ||
+      put_varint (enc, length >> shift) == -1)
     return -1;
   enc->prev_end = offset + length;
-  enc->count++;
-  enc->bytes += length;
+  enc->count[list]++;
+  enc->bytes[list] += length;
   return 0;
 }
 
@@ -142,12 +159,15 @@ put_header (unsigned char *img, const struct state_encoder *enc,
   put64 (img + OFF_SIZE, id->size);
   put64 (img + OFF_GRANULARITY, id->granularity);
   put64 (img + OFF_MTIME, id->mtime_ns);
-  put64 (img + OFF_COUNT, enc->count);
-  put64 (img + OFF_BYTES, enc->bytes);
-  put32 (img + OFF_SHIFT, enc->shift);
+  put64 (img + OFF_COUNT, enc->count[STATE_PENDING]);
+  put64 (img + OFF_BYTES, enc->bytes[STATE_PENDING]);
+  put32 (img + OFF_SHIFT, enc->shift[STATE_PENDING]);
   put32 (img + OFF_NAMELEN, namelen);
   put64 (img + OFF_RAWLEN, enc->len);
   put64 (img + OFF_PAYLEN, payload_len);
+  put64 (img + OFF_CLEAN_COUNT, enc->count[STATE_CLEAN]);
+  put64 (img + OFF_CLEAN_BYTES, enc->bytes[STATE_CLEAN]);
+  put32 (img + OFF_CLEAN_SHIFT, enc->shift[STATE_CLEAN]);
 }
 
 static int
@@ -233,7 +253,8 @@ fail (char *why, size_t whylen, const char *fmt, ...)
 }
 
 static void
-get_identity (const unsigned char *p, size_t namelen, struct state_identity *id)
+get_identity (const unsigned char *p, size_t hsize, size_t namelen,
+              struct state_identity *id)
 {
   memset (id, 0, sizeof *id);
   memcpy (id->kind, p + OFF_KIND, sizeof id->kind - 1);
@@ -242,7 +263,22 @@ get_identity (const unsigned char *p, size_t namelen, struct state_identity *id)
   id->size = get64 (p + OFF_SIZE);
   id->granularity = get64 (p + OFF_GRANULARITY);
   id->mtime_ns = get64 (p + OFF_MTIME);
-  memcpy (id->name, p + STATE_HEADER_SIZE, namelen);
+  memcpy (id->name, p + hsize, namelen);
+}
+
+/* Version 2's known-clean fields, 0 in version 1.  0, or -1 if corrupt. */
+static int
+get_clean_fields (const unsigned char *p, uint32_t version,
+                  struct state_header *h)
+{
+  h->clean_count = h->clean_bytes = 0;
+  h->clean_shift = 0;
+  if (version == 1)
+    return 0;
+  h->clean_count = get64 (p + OFF_CLEAN_COUNT);
+  h->clean_bytes = get64 (p + OFF_CLEAN_BYTES);
+  h->clean_shift = get32 (p + OFF_CLEAN_SHIFT);
+  return h->clean_shift > 62 || get32 (p + OFF_RESERVED2) != 0 ? -1 : 0;
 }
 
 int
@@ -250,36 +286,42 @@ state_read_header (const void *image, size_t len, struct state_header *h,
                    char *why, size_t whylen)
 {
   const unsigned char *p = image;
-  uint32_t version, namelen;
+  uint32_t version, namelen, hsize;
   uint64_t expect;
 
-  if (len < STATE_HEADER_SIZE)
+  if (len < STATE_V1_HEADER_SIZE)
     return fail (why, whylen, "truncated: %zu bytes, less than the %d-byte "
-                 "header", len, STATE_HEADER_SIZE);
+                 "header", len, STATE_V1_HEADER_SIZE);
   if (memcmp (p, magic, sizeof magic) != 0)
     return fail (why, whylen, "not a discardcache state file (bad magic)");
   version = get32 (p + OFF_VERSION);
-  if (version != STATE_VERSION)
+  if (version != 1 && version != STATE_VERSION)
     return fail (why, whylen, "format version %" PRIu32 ", this discardcache "
-                 "reads version %d", version, STATE_VERSION);
+                 "reads versions 1 and %d", version, STATE_VERSION);
+  hsize = version == 1 ? STATE_V1_HEADER_SIZE : STATE_HEADER_SIZE;
+  if (len < hsize)
+    return fail (why, whylen, "truncated: %zu bytes, less than the %" PRIu32
+                 "-byte header", len, hsize);
   namelen = get32 (p + OFF_NAMELEN);
   h->payload_len = get64 (p + OFF_PAYLEN);
-  if (get32 (p + OFF_HSIZE) != STATE_HEADER_SIZE ||
+  if (get32 (p + OFF_HSIZE) != hsize ||
       namelen >= sizeof h->id.name || p[OFF_KIND + 7] != 0 ||
-      get32 (p + OFF_SHIFT) > 62 || get32 (p + OFF_RESERVED) != 0)
+      get32 (p + OFF_SHIFT) > 62 || get32 (p + OFF_RESERVED) != 0 ||
+      get_clean_fields (p, version, h) == -1)
     return fail (why, whylen, "corrupt header");
-  expect = STATE_HEADER_SIZE + namelen;
+  expect = hsize + namelen;
   if (ADD_OVERFLOW (expect, h->payload_len, &expect) || expect != len)
     return fail (why, whylen, "%zu bytes, the header says %" PRIu64
                  ": truncated or corrupt", len, expect);
   if (get32 (p + OFF_CRC) != state_checksum (image, len))
     return fail (why, whylen, "checksum mismatch: the file is corrupt");
-  get_identity (p, namelen, &h->id);
+  get_identity (p, hsize, namelen, &h->id);
+  h->version = version;
   h->count = get64 (p + OFF_COUNT);
   h->bytes = get64 (p + OFF_BYTES);
   h->unit_shift = get32 (p + OFF_SHIFT);
   h->raw_len = get64 (p + OFF_RAWLEN);
-  h->payload_offset = STATE_HEADER_SIZE + namelen;
+  h->payload_offset = hsize + namelen;
   return 0;
 }
 
@@ -392,10 +434,13 @@ read_varint (struct reader *r, uint64_t *v)
   return -1;
 }
 
-/* One extent: 1 with offset and length, 0 at the end, -1 with why. */
+/* One extent in units of 2^shift: 1 with offset and length, 0 at the
+ * end, -1 with why.
+ */
 static int
-next_extent (struct reader *r, const struct state_header *h, uint64_t prev_end,
-             uint64_t *offset, uint64_t *length, char *why, size_t whylen)
+next_extent (struct reader *r, const struct state_header *h, unsigned shift,
+             uint64_t prev_end, uint64_t *offset, uint64_t *length,
+             char *why, size_t whylen)
 {
   uint64_t gap, len, end;
   int rc = read_varint (r, &gap);
@@ -408,11 +453,10 @@ next_extent (struct reader *r, const struct state_header *h, uint64_t prev_end,
   }
   if (rc == -1)
     return fail (why, whylen, "corrupt payload: %s", r->error);
-  if (len == 0 || gap > (UINT64_MAX >> h->unit_shift) ||
-      len > (UINT64_MAX >> h->unit_shift))
+  if (len == 0 || gap > (UINT64_MAX >> shift) || len > (UINT64_MAX >> shift))
     return fail (why, whylen, "corrupt payload: an extent is empty or too long");
-  gap <<= h->unit_shift;
-  len <<= h->unit_shift;
+  gap <<= shift;
+  len <<= shift;
   if (ADD_OVERFLOW (prev_end, gap, offset) || ADD_OVERFLOW (*offset, len, &end) ||
       end > h->id.size)
     return fail (why, whylen, "corrupt payload: an extent ends beyond the "
@@ -421,29 +465,50 @@ next_extent (struct reader *r, const struct state_header *h, uint64_t prev_end,
   return 1;
 }
 
+/* The pending list (h->count extents), then the clean list to the end
+ * of the payload, each from offset 0.
+ */
 static int
 decode (struct reader *r, const struct state_header *h, state_extent_fn fn,
         void *opaque, char *why, size_t whylen)
 {
-  uint64_t prev_end = 0, n = 0, bytes = 0, offset = 0, length = 0;
+  const uint64_t want[2] = { h->count, h->clean_count };
+  const uint64_t want_bytes[2] = { h->bytes, h->clean_bytes };
+  const unsigned shift[2] = { h->unit_shift, h->clean_shift };
+  uint64_t prev_end = 0, n[2] = { 0, 0 }, bytes[2] = { 0, 0 };
+  uint64_t offset = 0, length = 0;
+  enum state_list list = STATE_PENDING;
   int rc;
 
-  while ((rc = next_extent (r, h, prev_end, &offset, &length, why, whylen)) == 1) {
-    if (++n > h->count)
+  for (;;) {
+    if (list == STATE_PENDING && n[list] == want[list]) {
+      list = STATE_CLEAN;
+      prev_end = 0;
+    }
+    rc = next_extent (r, h, shift[list], prev_end, &offset, &length, why,
+                      whylen);
+    if (rc != 1)
+      break;
+    if (++n[list] > want[list])
       return fail (why, whylen, "corrupt payload: more than the %" PRIu64
-                   " extents the header declares", h->count);
-    if (fn && fn (offset, length, opaque) != 0)
+                   " %s extents the header declares", want[list],
+                   list == STATE_CLEAN ? "known-clean" : "pending");
+    if (fn && fn (list, offset, length, opaque) != 0)
       return fail (why, whylen, "could not apply an extent");
     prev_end = offset + length;
-    bytes += length;
+    bytes[list] += length;
   }
   if (rc == -1)
     return -1;
-  if (n != h->count || bytes != h->bytes || r->total != h->raw_len)
-    return fail (why, whylen, "corrupt payload: %" PRIu64 " extents of %" PRIu64
-                 " bytes in %" PRIu64 " bytes, the header says %" PRIu64
-                 " of %" PRIu64 " in %" PRIu64, n, bytes, r->total, h->count,
-                 h->bytes, h->raw_len);
+  for (int i = 0; i < 2; i++)
+    if (n[i] != want[i] || bytes[i] != want_bytes[i])
+      return fail (why, whylen, "corrupt payload: %" PRIu64 " %s extents of %"
+                   PRIu64 " bytes, the header says %" PRIu64 " of %" PRIu64,
+                   n[i], i == STATE_CLEAN ? "known-clean" : "pending",
+                   bytes[i], want[i], want_bytes[i]);
+  if (r->total != h->raw_len)
+    return fail (why, whylen, "corrupt payload: %" PRIu64 " bytes, the header "
+                 "says %" PRIu64, r->total, h->raw_len);
   if (r->in.pos != r->in.size)
     return fail (why, whylen, "corrupt payload: data after the compressed frame");
   return 0;

@@ -151,6 +151,10 @@ const struct service_key service_keys[] = {
   { "on-full", "forward|drop", "forward", NULL,
     "What to do with the oldest extent at max-extents.",
     ENGINE, false, ALL, NULL },
+  { "max-clean-extents", "N|off", "1M", NULL,
+    "Bound on the known-clean map (ranges discarded and not written since, "
+    "whose TRIMs are not sent again); off sends every TRIM.",
+    ENGINE, false, ALL, NULL },
   { "flush-discards", "BOOL", "false", NULL,
     "A client FLUSH forwards pending discards first.",
     ENGINE, false, ALL, NULL },

@@ -270,6 +270,26 @@ do_set (struct ctl_client *c, const struct ctl_request *req)
   return ctl_out_send (c);
 }
 
+/* Invariant 9 on request: every TRIM reaches the backend again until
+ * the backend has discarded it anew.
+ */
+static int
+do_forget_clean (struct ctl_client *c)
+{
+  struct engine_stats st;
+  uint64_t extents, bytes;
+  FILE *fp;
+
+  engine_forget_clean (c->s->e, &extents, &bytes);
+  engine_get_stats (c->s->e, &st);
+  if ((fp = ctl_out_open (c)) == NULL)
+    return -1;
+  fprintf (fp, "{\"ok\":true,\"forgot_extents\":%" PRIu64
+           ",\"forgot_bytes\":%" PRIu64 ",\"max_clean_extents\":%" PRIu64 "}\n",
+           extents, bytes, st.max_clean_extents);
+  return ctl_out_send (c);
+}
+
 static int
 do_help (struct ctl_client *c)
 {
@@ -299,6 +319,7 @@ ctl_handle_line (struct ctl_client *c, char *line, size_t len)
   case CTL_PAUSE: return do_pause (c, true);
   case CTL_RESUME: return do_pause (c, false);
   case CTL_SET: return do_set (c, &req);
+  case CTL_FORGET_CLEAN: return do_forget_clean (c);
   case CTL_HELP: return do_help (c);
   }
   return ctl_send_error (c, "internal error: unhandled command");

@@ -20,7 +20,7 @@ static const struct {
 } commands[] = {
   { "stats", CTL_STATS }, { "flush", CTL_FLUSH }, { "dump", CTL_DUMP },
   { "pause", CTL_PAUSE }, { "resume", CTL_RESUME }, { "set", CTL_SET },
-  { "help", CTL_HELP },
+  { "forget-clean", CTL_FORGET_CLEAN }, { "help", CTL_HELP },
 };
 
 /* Only printable ASCII reaches the tokenizer (tabs become spaces), so

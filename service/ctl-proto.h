@@ -10,9 +10,10 @@
  * The last line of every reply carries "ok" (true, or false with
  * "error"); lines before it (dump extents, flush progress) do not.
  * Requests: stats | flush [--wait] [--progress] | dump [--map] | pause | resume |
- * set KEY=VALUE [KEY=VALUE...] | help.  set answers one line
- * {"set":KEY,"value":VALUE} per pair, the last with "ok":true, so that a
- * single pair gets the one line it got before several were allowed.
+ * set KEY=VALUE [KEY=VALUE...] | forget-clean | help.  set answers one
+ * line {"set":KEY,"value":VALUE} per pair, the last with "ok":true, so
+ * that a single pair gets the one line it got before several were
+ * allowed.
  */
 #ifndef DISCARDCACHE_CTL_PROTO_H
 #define DISCARDCACHE_CTL_PROTO_H
@@ -27,7 +28,7 @@
 /* The commands, as help and error replies list them. */
 #define CTL_COMMANDS \
   "stats, flush [--wait] [--progress], dump [--map], pause, resume, " \
-  "set KEY=VALUE [KEY=VALUE...], help"
+  "set KEY=VALUE [KEY=VALUE...], forget-clean, help"
 /* Most KEY=VALUE pairs in one set request. */
 #define CTL_SET_MAX 16
 
@@ -38,6 +39,7 @@ enum ctl_command {
   CTL_PAUSE,
   CTL_RESUME,
   CTL_SET,
+  CTL_FORGET_CLEAN,
   CTL_HELP,
 };
 

@@ -24,6 +24,10 @@
   X (forward_errors) X (granularity) X (max_discard)        \
   X (max_extents) X (memory_bytes)                         \
   X (state_loaded_extents) X (state_loaded_bytes)           \
+  X (already_clean_bytes) X (clean_extents) X (clean_bytes) \
+  X (clean_memory_bytes) X (clean_forgotten_bytes)          \
+  X (max_clean_extents)                                     \
+  X (state_loaded_clean_extents) X (state_loaded_clean_bytes) \
   X (discard_p50_us_64k) X (discard_p99_us_64k)             \
   X (discard_p50_us_1m) X (discard_p99_us_1m)               \
   X (discard_p50_us_16m) X (discard_p99_us_16m)             \

@@ -4,14 +4,21 @@ check_LTLIBRARIES += tests/libmembackend.la
 tests_libmembackend_la_SOURCES = tests/unit/mem-backend.c tests/unit/mem-backend.h
 tests_libmembackend_la_LIBADD = libservice.la libdclogstderr.la
 
-check_PROGRAMS += tests/unit/test-engine tests/unit/test-parse \
+check_PROGRAMS += tests/unit/test-engine tests/unit/test-clean \
+	tests/unit/test-parse tests/unit/test-grow
+TESTS += tests/unit/test-engine tests/unit/test-clean tests/unit/test-parse \
 	tests/unit/test-grow
-TESTS += tests/unit/test-engine tests/unit/test-parse tests/unit/test-grow
 
 tests_unit_test_engine_SOURCES = tests/unit/test-engine.c
 tests_unit_test_engine_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_engine_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_engine_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+
+# The known-clean map (invariant 9).
+tests_unit_test_clean_SOURCES = tests/unit/test-clean.c
+tests_unit_test_clean_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_clean_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_clean_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 
 tests_unit_test_parse_SOURCES = tests/unit/test-parse.c
 tests_unit_test_parse_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -6,6 +6,7 @@ FUSE_TESTS = \
 	tests/test-fuse-params.sh \
 	tests/test-fuse-ops.sh \
 	tests/test-fuse-e2e-xfs.sh \
+	tests/test-fuse-e2e-fstrim-twice.sh \
 	tests/test-fuse-fio-verify.sh \
 	tests/test-fuse-unmount-io.sh \
 	tests/test-fuse-thin.sh

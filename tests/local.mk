@@ -26,6 +26,7 @@ PLUGIN_TESTS = \
 	tests/test-inflight-race.sh \
 	tests/test-thin-crash.sh \
 	tests/test-e2e-thin-xfs.sh \
-	tests/test-e2e-xfs.sh
+	tests/test-e2e-xfs.sh \
+	tests/test-e2e-fstrim-twice.sh
 TESTS += $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)

@@ -116,6 +116,21 @@ for _ in range(100):
     time.sleep(0.05)
 else:
     raise AssertionError("flush without --wait did not forward")
+# Invariant 9: what went out is known clean; the same TRIMs again are
+# acknowledged and counted, not sent.  forget-clean forgets it all.
+h.trim(65536, 1 << 20)
+for i in range(10):
+    h.trim(16384, i * 65536)
+st = ok(c, "stats")[-1]
+assert st["already_clean_bytes"] == 65536 + 10 * 16384, st
+assert st["pending_bytes"] == 1000 and st["clean_extents"] == 11, st
+r = ok(c, "forget-clean")[-1]
+assert r["forgot_extents"] == 11 and r["forgot_bytes"] == 65536 + 10 * 16384, r
+assert r["max_clean_extents"] == 1 << 20, r
+assert ok(c, "stats")[-1]["clean_extents"] == 0
+h.trim(65536, 1 << 20)
+assert ok(c, "stats")[-1]["pending_bytes"] == 65536 + 1000
+ok(c, "flush --wait")
 # Bad values and unknown commands: an error, the connection goes on.
 error(c, "set delay=soon", "expected a duration")
 error(c, "set minlen=-1", "expected a size")
@@ -127,6 +142,7 @@ error(c, "set budget=soon", "expected off, or a duration")
 error(c, "set delay", "KEY=VALUE")
 error(c, "frobnicate", "unknown command 'frobnicate'")
 error(c, "stats please", "takes no arguments")
+error(c, "forget-clean all", "takes no arguments")
 error(c, "flush --now", "unknown option")
 error(c, "", "empty request")
 st = ok(c, "stats")[-1]

@@ -122,15 +122,20 @@ start_nbdkit -P "$dir/slow.pid" -U "$dir/slow.sock" "$PLUGIN" \
 wait_for_ctl "$dir/slow-ctl.sock"
 
 # progress_at COLUMNS HOW: trims, then flush --progress on a terminal
-# whose width HOW (env: $COLUMNS; stty: the terminal's size) sets.
+# whose width HOW (env: $COLUMNS; stty: the terminal's size) sets.  Each
+# call trims space of its own: space discarded once is known clean, and
+# a second TRIM of it would not be sent (nothing to show progress of).
+round=0
 progress_at ()
 {
     local cols=$1 how=$2 cmd
+    round=$((round + 1))
     /usr/bin/python3 -c '
 import sys, nbd
 h = nbd.NBD(); h.connect_unix(sys.argv[1])
-for i in range(8): h.trim(65536, i << 20)
-h.shutdown()' "$dir/slow.sock"
+base = int(sys.argv[2]) << 23
+for i in range(8): h.trim(65536, base + (i << 20))
+h.shutdown()' "$dir/slow.sock" "$round"
     cmd="'$DISCARDCTL' -s '$dir/slow-ctl.sock' flush --progress"
     if [ "$how" = env ]; then
         COLUMNS=$cols script -qec "$cmd" /dev/null >"$dir/tty" 2>&1

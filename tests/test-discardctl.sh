@@ -176,6 +176,19 @@ slow_trims
 expect 0 -s "$dir/slow-ctl.sock" flush --progress
 grep -qE '^flush: [0-9]+%: .* of 640\.0 KiB, .*/s, ETA ' "$dir/out" || { cat "$dir/out"; fail "no progress lines"; }
 out_has "flush: done: 10 discards, 640.0 KiB"
+# The same trims again: known clean, nothing to send (invariant 9);
+# after forget-clean they go to the device again.
+slow_trims
+expect 0 -s "$dir/slow-ctl.sock" flush --wait
+out_has "flush: done: 0 discards"
+expect 0 -s "$dir/slow-ctl.sock" stats --json
+[ "$(jq .already_clean_bytes "$dir/out")" = 655360 ] || fail "the repeated trims were not counted as already clean"
+expect 0 -s "$dir/slow-ctl.sock" forget-clean
+out_has "forgot 10 known-clean extents (640.0 KiB)"
+expect 0 -s "$dir/slow-ctl.sock" forget-clean --json
+[ "$(jq .forgot_extents "$dir/out")" = 0 ] || fail "forget-clean --json: not the server's reply"
+expect 2 -s "$dir/slow-ctl.sock" forget-clean now
+expect 2 -s "$dir/slow-ctl.sock" forget-clean --wait
 if script -qc true /dev/null >/dev/null 2>&1; then
     slow_trims
     script -qec "'$DISCARDCTL' -s '$dir/slow-ctl.sock' flush --wait --progress" /dev/null \

@@ -36,6 +36,7 @@ cases=(
   "granularity=|$ok granularity=3000 $mnt"
   "max-discard=|$ok max-discard=100 $mnt"
   "max-extents=|$ok max-extents=0 $mnt"
+  "max-clean-extents=|$ok max-clean-extents=lots $mnt"
   "rate=|$ok rate=fast $mnt"
   "on-full=|$ok on-full=explode $mnt"
   "passthrough=|$ok passthrough=maybe $mnt"
@@ -96,7 +97,7 @@ mounted && fail "something is mounted after the refused inputs"
 # backend bare and a relative mountpoint.
 (cd "$dir" && exec "$DISCARDFUSE" -f "$dir/disk" -o delay=200ms,idle=10ms \
     granularity=64k max-discard=1M max-extents=1k on-full=drop rate=100 \
-    statsfile=stats.json mnt) &
+    max-clean-extents=off statsfile=stats.json mnt) &
 pid=$!
 cleanup_fn stop_discardfuse "$mnt" "$pid"
 wait_for_file "$mnt/disk" || fail "good parameters: $mnt/disk did not appear"
@@ -106,6 +107,7 @@ stop_discardfuse "$mnt" "$pid" || fail "discardfuse exited with status $? after 
 mounted && fail "still mounted after fusermount3 -u"
 [ -s "$dir/stats.json" ] || fail "relative statsfile= not written (in $dir)"
 [ "$(json_get "$dir/stats.json" granularity)" -eq 65536 ] || fail "granularity=64k not applied"
+[ "$(json_get "$dir/stats.json" max_clean_extents)" -eq 0 ] || fail "max-clean-extents=off not applied"
 
 # Daemon mode: the parent returns once mounted; the daemon stops
 # cleanly (statistics written) on fusermount3 -u.

@@ -64,6 +64,8 @@ cases=(
   "max-extents=-5|max-extents=-5"
   "max-extents=lots|max-extents=lots"
   "max-extents=1.5M|max-extents=1.5M"
+  "max-clean-extents=lots: invalid value: expected off, or a count|max-clean-extents=lots"
+  "max-clean-extents=-1|max-clean-extents=-1"
   "rate=fast|rate=fast"
   "rate=-1|rate=-1"
   "rate=1000001|rate=1000001"
@@ -161,9 +163,12 @@ fi
 # And the good lines serve.
 timeout 60 "$NBDKIT" -f -U "$dir/sock" --run 'nbdinfo "$uri"' "$PLUGIN" "$ok" \
   delay=200ms idle=10ms granularity=64k max-discard=1M max-extents=1k \
-  on-full=drop rate=100 statsfile="$dir/stats.json" >"$dir/out" 2>&1 ||
+  max-clean-extents=2k on-full=drop rate=100 statsfile="$dir/stats.json" >"$dir/out" 2>&1 ||
   { cat "$dir/out"; fail "good parameters refused"; }
 grep -q "can_trim: true" "$dir/out" || { cat "$dir/out"; fail "trim not advertised"; }
+wait_for_file "$dir/stats.json" || fail "good parameters: no statistics"
+[ "$(json_get "$dir/stats.json" max_clean_extents)" -eq 2048 ] ||
+    fail "max-clean-extents=2k not applied"
 if [ ${#nobody[@]} -gt 0 ]; then
   "${nobody[@]}" timeout 60 "$NBDKIT" -f -U "$dir/nobody/sock" --run 'nbdinfo "$uri"' \
     "$PLUGIN" backend="$dir/ro" readonly=true >"$dir/out" 2>&1 ||

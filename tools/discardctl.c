@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardctl: control a running discardcache server through its control
- * socket: statistics, flush, dump, pause/resume, set.  See discardctl(1).
+ * socket: statistics, flush, dump, pause/resume, set, forget-clean.  See
+ * discardctl(1).
  */
 #include <config.h>
 
@@ -36,6 +37,8 @@
   "  dump --map [--json]       thin mode's slot map: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
   "  set KEY=VALUE...          change delay, minlen, idle, rate or budget\n" \
+  "  forget-clean [--json]     forget what the backend has discarded, so\n" \
+  "                            that every later TRIM reaches it again\n" \
   "\n" \
   "Options:\n" \
   "  -s, --socket=SOCKET       the server's control socket (default:\n" \
@@ -326,6 +329,33 @@ cmd_pause (const struct cmdline *cl, struct ctl_conn *conn)
   return r;
 }
 
+static int
+cmd_forget_clean (const struct cmdline *cl, struct ctl_conn *conn)
+{
+  uint64_t extents = 0, bytes = 0, max = 0;
+  struct jf_object o;
+  char a[HUMAN_LEN];
+  int r = simple_request (conn, "forget-clean", &o);
+
+  if (r != EXIT_OK)
+    return r;
+  if (cl->json) {
+    fputs (conn->raw, stdout);
+    return r;
+  }
+  jf_u64 (&o, "forgot_extents", &extents);
+  jf_u64 (&o, "forgot_bytes", &bytes);
+  jf_u64 (&o, "max_clean_extents", &max);
+  if (max == 0)
+    printf ("the known-clean map is off (max-clean-extents=off or "
+            "passthrough=true): every TRIM reaches the device already\n");
+  else
+    printf ("forgot %" PRIu64 " known-clean extents (%s): every TRIM reaches "
+            "the device again until it has discarded that range anew\n",
+            extents, human_size (bytes, a));
+  return r;
+}
+
 /* One request for every pair: the server checks them all before it
  * applies any, and answers a line for each.
  */
@@ -430,12 +460,13 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
   bool stats = strcmp (cl->command, "stats") == 0;
   bool flush = strcmp (cl->command, "flush") == 0;
   bool dump = strcmp (cl->command, "dump") == 0;
+  bool forget = strcmp (cl->command, "forget-clean") == 0;
   int c, r, index = 0;
 
   optind = 0;
   opterr = 0;
   while ((c = getopt_long (argc, argv, "+:", opts, &index)) != -1) {
-    if (c == 'j' && (flush || dump))
+    if (c == 'j' && (flush || dump || forget))
       cl->json = true;
     else if (c == 'm' && dump)
       cl->map = true;
@@ -518,7 +549,7 @@ parse_global (struct cmdline *cl, int argc, char **argv)
   }
   if (optind == argc)
     return usage_error ("a command is required: stats, flush, dump, pause, "
-                        "resume or set");
+                        "resume, set or forget-clean");
   return EXIT_OK;
 }
 
@@ -526,7 +557,7 @@ int
 main (int argc, char **argv)
 {
   static const char *const commands[] = {
-    "stats", "flush", "dump", "pause", "resume", "set",
+    "stats", "flush", "dump", "pause", "resume", "set", "forget-clean",
   };
   struct cmdline cl = { .interval_ms = 1000 };
   struct ctl_conn conn = CTL_CONN_INIT;
@@ -540,7 +571,7 @@ main (int argc, char **argv)
     known |= strcmp (cl.command, commands[i]) == 0;
   if (!known)
     return usage_error ("unknown command '%s': expected stats, flush, dump, "
-                        "pause, resume or set", cl.command);
+                        "pause, resume, set or forget-clean", cl.command);
   r = parse_command_options (&cl, argc - optind, argv + optind);
   if (r == EXIT_OK && strcmp (cl.command, "set") == 0)
     r = check_assignments (&cl);
@@ -557,6 +588,8 @@ main (int argc, char **argv)
       r = cmd_dump (&cl, &conn);
     else if (strcmp (cl.command, "set") == 0)
       r = cmd_set (&cl, &conn);
+    else if (strcmp (cl.command, "forget-clean") == 0)
+      r = cmd_forget_clean (&cl, &conn);
     else
       r = cmd_pause (&cl, &conn);
   }

@@ -92,6 +92,30 @@ print_thin (const struct jf_object *st, FILE *fp)
            get (st, "thin_last_checkpoint"));
 }
 
+/* The known-clean map (max-clean-extents=): what it saved the device. */
+static void
+print_clean (const struct jf_object *st, FILE *fp)
+{
+  uint64_t already = get (st, "already_clean_bytes");
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  if (get (st, "max_clean_extents") == 0) {
+    fprintf (fp, ROW "off (every TRIM is sent)\n", "known clean:");
+    return;
+  }
+  fprintf (fp, ROW "%" PRIu64 " extents, %s, memory %s for at most %" PRIu64
+           "\n", "known clean:", get (st, "clean_extents"),
+           human_size (get (st, "clean_bytes"), a),
+           human_size (get (st, "clean_memory_bytes"), b),
+           get (st, "max_clean_extents"));
+  fprintf (fp, ROW "%s of trimmed bytes (%s) not sent again\n",
+           "already clean:", human_percent (already, get (st, "trim_bytes"), a),
+           human_size (already, b));
+  if (get (st, "clean_forgotten_bytes"))
+    fprintf (fp, ROW "%s at the bound (their next TRIM is sent)\n",
+             "  forgotten:", human_size (get (st, "clean_forgotten_bytes"), a));
+}
+
 /* budget=: what the flusher decided, and what it measured to decide. */
 static void
 print_pacing (const struct jf_object *st, FILE *fp)
@@ -160,6 +184,7 @@ stats_print_table (const struct jf_object *st, FILE *fp)
            human_size (get (st, "max_discard"), b));
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, "memory_bytes"), a), get (st, "max_extents"));
+  print_clean (st, fp);
   print_thin (st, fp);
   print_pacing (st, fp);
 }
@@ -208,6 +233,14 @@ static const struct metric {
   { "memory_bytes", "memory_bytes", NULL, "gauge", 1, "Memory held by the extent map." },
   { "state_loaded_extents", "state_loaded_extents", NULL, "gauge", 1, "Pending extents loaded from the state file at start." },
   { "state_loaded_bytes", "state_loaded_bytes", NULL, "gauge", 1, "Bytes in the pending extents loaded from the state file at start." },
+  { "already_clean_bytes", "already_clean_bytes_total", NULL, "counter", 1, "Trimmed bytes not sent again: the backend had discarded them and nothing had written them since." },
+  { "clean_extents", "clean_extents", NULL, "gauge", 1, "Ranges known clean (discarded, not written since)." },
+  { "clean_bytes", "clean_bytes", NULL, "gauge", 1, "Bytes known clean." },
+  { "clean_memory_bytes", "clean_memory_bytes", NULL, "gauge", 1, "Memory held by the known-clean map." },
+  { "clean_forgotten_bytes", "clean_forgotten_bytes_total", NULL, "counter", 1, "Known-clean bytes forgotten at max-clean-extents (their next TRIM is sent)." },
+  { "max_clean_extents", "max_clean_extents", NULL, "gauge", 1, "Bound on known-clean extents (0: off)." },
+  { "state_loaded_clean_extents", "state_loaded_clean_extents", NULL, "gauge", 1, "Known-clean extents loaded from the state file at start." },
+  { "state_loaded_clean_bytes", "state_loaded_clean_bytes", NULL, "gauge", 1, "Bytes in the known-clean extents loaded from the state file at start." },
   { "thin_slots", "thin_slots", NULL, "gauge", 1, "Thin mode: physical slots in the pool." },
   { "thin_trims", "thin_trims_total", NULL, "counter", 1, "Thin mode: TRIM requests received from the client." },
   { "thin_trim_bytes", "thin_trim_bytes_total", NULL, "counter", 1, "Thin mode: bytes in the client's TRIM requests." },

@@ -97,6 +97,8 @@ def record_devlog(rec, path, phases, timeline):
         rec["dev_discards_" + name] = len(inside)
         rec["dev_bytes_" + name] = sum(inside)
     rec["stop_at"] = phases[-1][1] - t0
+    for name, start in phases:
+        rec["at_" + name] = start - t0
     if timeline:
         rec["timeline"] = [round(t - t0, 3) for t, _ in trims]
 
@@ -429,7 +431,34 @@ def mixed_notes(t, case, out):
     out.append("")
 
 
+# The second fstrim's share of a figure (phase fstrim2, the TRIMs it sent
+# by discardcache's count): the columns before "fstrim twice" leave it
+# out, so they mean what they meant before that column.
+FSTRIM2 = {
+    "dev_discards": "dev_discards_fstrim2", "dev_bytes": "dev_bytes_fstrim2",
+    "dc_trims": "fstrim2_trims", "dc_trim_bytes": "fstrim2_trim_bytes",
+    "dc_thin_trims": "fstrim2_thin_trims",
+}
+
+
+def leave_out_fstrim2(t):
+    """Take the second fstrim's share out of the XFS figures."""
+    for r in t.recs:
+        for key, share in FSTRIM2.items():
+            if r.get(key) is not None and share in r:
+                r[key] -= r[share]
+
+
+def fstrim_twice(t, case, c):
+    """What the device received for the second fstrim: MiB (commands)."""
+    b = t.med(case, c, "dev_bytes_fstrim2")
+    if b is None:
+        return "–"
+    return "%s (%s)" % (fmt(b / MiB, 1), fmt(t.med(case, c, "dev_discards_fstrim2"), 0))
+
+
 def report_fs(t, out, targets):
+    leave_out_fstrim2(t)
     if not section(t, out, "2. XFS with `-o discard`: file churn, then fstrim", (
         "XFS on nbdfuse + `losetup --direct-io=on` over each contender, in front of the "
         "slow-TRIM device (here a sparse file behind the same noparallel + delay filters, "
@@ -443,14 +472,18 @@ def report_fs(t, out, targets):
         "(thin mode's row: its `thin_trims`, the client's requests; its `trims` "
         "counts the per-slot trims at backend addresses). "
         "*device discards* are the commands the device started during the churn, during "
-        "fstrim and in the final flush (`discardctl flush --wait` after the "
-        "filesystem's unmount, for nbdkit discardcache and discardfuse alike). "
+        "fstrim and in the final flush (`discardctl flush --wait` after fstrim, "
+        "for nbdkit discardcache and discardfuse alike). "
+        "*fstrim twice* is what the device received for a second fstrim once the "
+        "contender held nothing more (MiB, and commands), flush included: free space "
+        "it had been told about already; the other columns leave it out. "
         "*allocated* is the device file's allocation after the final flush; *fs used* is "
         "`df`'s used space before unmounting. × is to *no discard (nbdkit nbd)*, as in "
         "section 1.")):
         return
     head = ["contender", "churn s", "×", "fstrim s", "TRIMs sent",
             "device discards: churn", "fstrim", "final flush", "total",
+            "fstrim twice MiB (cmds)",
             "device/sent", "device MiB", "cancelled by writes MiB",
             "final flush s", "stop s", "allocated MiB", "fs used MiB"]
     for case in t.cases:
@@ -464,15 +497,16 @@ def report_fs(t, out, targets):
             dev = t.med(case, c, "dev_discards")
             cancelled = t.med(case, c, "dc_cancelled_by_writes")
             flush = t.med(case, c, "dev_discards_flush")
-            if flush is not None and t.med(case, c, "dev_discards_stop") is not None:
-                flush += t.med(case, c, "dev_discards_stop")
+            for after in ("dev_discards_stop", "dev_discards_final"):
+                if flush is not None and t.med(case, c, after) is not None:
+                    flush += t.med(case, c, after)
             rows.append([
                 cname(c), fmt(churn), fmt_rel(t.rel(case, c, "nodiscard", "churn_s")),
                 fmt(t.med(case, c, "fstrim_s")),
                 fmt(sent, 0) + ("" if own is None else " (own count %s)" % fmt(own, 0)),
                 fmt(t.med(case, c, "dev_discards_churn"), 0),
                 fmt(t.med(case, c, "dev_discards_fstrim"), 0),
-                fmt(flush, 0), fmt(dev, 0),
+                fmt(flush, 0), fmt(dev, 0), fstrim_twice(t, case, c),
                 "%.1f%%" % (100 * dev / sent) if sent else "–",
                 fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1),
                 fmt(None if cancelled is None else cancelled / MiB, 1),
@@ -538,6 +572,14 @@ def fs_targets(t, case, c, bases, targets):
         "alone on the no-discard filesystem needed %s commands, one a free extent: "
         "a floor for any scheme, %.1f%% of these TRIMs"
         % (cname(c), 100 * (r or 0), note, fmt(floor, 0), 100 * (ratio(floor or 0, sent) or 0)))))
+    twice = t.med(case, c, "dev_bytes_fstrim2")
+    if twice is not None and c != "thin":
+        targets.append((where, verdict(
+            twice == 0,
+            "%s: a second fstrim sent the device %s MiB in %s commands (target: nothing; "
+            "*nbdkit nbd* sent %s MiB)"
+            % (cname(c), fmt(twice / MiB, 1), fmt(t.med(case, c, "dev_discards_fstrim2"), 0),
+               fmt((t.med(case, "nbd", "dev_bytes_fstrim2") or 0) / MiB, 1)))))
     rc = {b: t.rel(case, c, b, "churn_s") for b in bases}
     targets.append((where, verdict(
         max(x[0] for x in rc.values()) <= 1.1,
@@ -890,13 +932,16 @@ def write_plots(mixed, fs, outdir, pngdir, meta):
             for c in t.ran(case):
                 first = [r for r in t.reps(case, c) if "timeline" in r][:1]
                 if first and (not c.endswith("nodiscard") or t is fs):
+                    # The XFS runs up to the second fstrim, which has a column.
+                    end = first[0].get("at_fstrim2", float("inf"))
                     path = os.path.join(outdir, "timeline-%d.dat" % len(timelines))
                     timelines.append(path)
                     with open(path, "w") as f:
                         f.write("# seconds since the client started, device discards so far\n0 0\n")
-                        for i, x in enumerate(first[0]["timeline"], 1):
+                        for i, x in enumerate([x for x in first[0]["timeline"] if x < end], 1):
                             f.write("%.3f %d\n" % (x, i))
-                    series.append((c, path, first[0].get("stop_at")))
+                    series.append((c, path, first[0].get("at_flush" if t is fs else "stop_at",
+                                                         first[0].get("stop_at"))))
             if series:
                 panels.append(("%s: %s" % (label, case), series))
     if panels:

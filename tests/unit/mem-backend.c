@@ -59,7 +59,9 @@ mem_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
   unsigned delay;
 
   pthread_mutex_lock (&m->lock);
-  if (m->fail_count > 0) {
+  if (m->fail_count > 0 && m->fail_skip > 0)
+    m->fail_skip--;
+  else if (m->fail_count > 0) {
     m->fail_count--;
     errno = m->fail_errno;
     pthread_mutex_unlock (&m->lock);
@@ -166,7 +168,7 @@ mem_backend_new (uint64_t size, uint32_t granularity, uint64_t max_discard)
   m->b.size = size;
   m->b.limits = (struct backend_limits) {
     .can_discard = true, .can_zero = true, .can_flush = true,
-    .discard_zeroes = true, .can_multi_conn = true,
+    .discard_zeroes = true, .zero_unmaps = true, .can_multi_conn = true,
     .discard_granularity = granularity, .max_discard = max_discard,
   };
   strcpy (m->b.identity.kind, "mem");

@@ -28,7 +28,8 @@ struct mem_backend {
   unsigned ncalls;
   unsigned discard_delay_ms;   /* sleep before zeroing */
   int fail_errno;              /* next discards fail with this ... */
-  unsigned fail_count;         /* ... this many times */
+  unsigned fail_count;         /* ... this many times, */
+  unsigned fail_skip;          /* after this many succeed */
   unsigned zero_calls;         /* zero requests received */
   unsigned write_calls;        /* writes received */
 };

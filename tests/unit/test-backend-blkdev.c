@@ -85,6 +85,7 @@ test_identity_and_limits (void **state)
   assert_int_equal (l->can_zero,
                     sysfs_queue (st.st_rdev, "write_zeroes_max_bytes") > 0);
   assert_false (l->discard_zeroes);
+  assert_false (l->zero_unmaps);
   assert_false (l->can_extents);
   assert_false (l->read_only);
   assert_true (l->can_fua);

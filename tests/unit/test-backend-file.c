@@ -200,6 +200,7 @@ test_identity_and_limits (void **state)
   assert_true (b->limits.can_flush);
   assert_true (b->limits.can_extents);
   assert_true (b->limits.discard_zeroes);
+  assert_true (b->limits.zero_unmaps);
   assert_true (b->limits.can_multi_conn);
   assert_int_equal (b->limits.discard_granularity, sfs.f_bsize);
   assert_int_equal (b->limits.max_discard, 1024 * MiB);

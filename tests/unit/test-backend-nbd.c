@@ -36,6 +36,7 @@ assert_identity (struct backend *b)
   assert_true (b->identity.dev == 0 && b->identity.ino == 0);
   check_limits_sane (b);
   assert_false (b->limits.discard_zeroes);
+  assert_false (b->limits.zero_unmaps);
   /* nbdkit always offers base:allocation. */
   assert_true (b->limits.can_extents);
 }

@@ -73,6 +73,8 @@ test_requests (void **state)
   assert_int_equal (r.command, CTL_RESUME);
   assert_int_equal (parse ("help", &r, err, sizeof err), 0);
   assert_int_equal (r.command, CTL_HELP);
+  assert_int_equal (parse ("forget-clean", &r, err, sizeof err), 0);
+  assert_int_equal (r.command, CTL_FORGET_CLEAN);
 }
 
 static void
@@ -84,6 +86,7 @@ test_bad_requests (void **state)
     { "frobnicate", "unknown command 'frobnicate'" },
     { "STATS", "unknown command" },
     { "stats now", "takes no arguments" },
+    { "forget-clean --all", "takes no arguments" },
     { "flush --now", "unknown option '--now'" },
     { "flush --wait --wait", "repeated option" },
     { "set", "KEY=VALUE" },

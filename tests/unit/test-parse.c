@@ -108,6 +108,18 @@ test_config_keys (void **state)
   assert_int_equal (cfg.granularity, 0);
   assert_int_equal (engine_config_set (&cfg, "max-extents", "0"), -1);
   assert_int_equal (engine_config_set (&cfg, "max-extents", "1M"), 0);
+  assert_int_equal (cfg.max_clean_extents, 1048576);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "many"), -1);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "-1"), -1);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "1.5M"), -1);
+  assert_int_equal (cfg.max_clean_extents, 1048576);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "64k"), 0);
+  assert_int_equal (cfg.max_clean_extents, 65536);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "off"), 0);
+  assert_int_equal (cfg.max_clean_extents, 0);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "1k"), 0);
+  assert_int_equal (engine_config_set (&cfg, "max-clean-extents", "0"), 0);
+  assert_int_equal (cfg.max_clean_extents, 0);
   assert_int_equal (engine_config_set (&cfg, "on-full", "explode"), -1);
   assert_int_equal (cfg.on_full, ON_FULL_FORWARD);
   assert_int_equal (engine_config_set (&cfg, "on-full", "drop"), 0);

@@ -3,8 +3,9 @@
  * the in-memory backend: a clean stop saves exactly the pending set
  * instead of forwarding it and the next start loads and consumes it;
  * corrupt, truncated, foreign and mismatched files are refused, set
- * aside and never applied; and the format's own checks, size and speed
- * on a million extents.
+ * aside and never applied; the known-clean map travels with them and
+ * version 1 files still load; and the format's own checks, size and
+ * speed on a million extents.
  */
 #include <config.h>
 
@@ -388,7 +389,7 @@ test_format_damage (void **state)
 {
   struct state_identity id = { .kind = "mem", .size = DISK, .granularity = GRAN,
                                .name = "mem" };
-  struct state_encoder *enc = state_encoder_new (512);
+  struct state_encoder *enc = state_encoder_new (512, GRAN);
   struct state_header h;
   unsigned char *img;
   void *image;
@@ -397,10 +398,17 @@ test_format_damage (void **state)
 
   assert_non_null (enc);
   for (int i = 0; i < 20; i++)
-    assert_int_equal (state_encoder_add (enc, i * 16384, 1024 + i * 512), 0);
+    assert_int_equal (state_encoder_add (enc, STATE_PENDING, i * 16384,
+                                         1024 + i * 512), 0);
   /* Out of order, overlapping, not in the unit: refused. */
-  assert_int_equal (state_encoder_add (enc, 0, 512), -1);
-  assert_int_equal (state_encoder_add (enc, 1 << 20, 100), -1);
+  assert_int_equal (state_encoder_add (enc, STATE_PENDING, 0, 512), -1);
+  assert_int_equal (state_encoder_add (enc, STATE_PENDING, 1 << 20, 100), -1);
+  /* The clean list starts again from 0, in its own unit. */
+  assert_int_equal (state_encoder_add (enc, STATE_CLEAN, 0, GRAN), 0);
+  assert_int_equal (state_encoder_add (enc, STATE_CLEAN, 8 * MiB, 512), -1);
+  assert_int_equal (state_encoder_add (enc, STATE_CLEAN, 8 * MiB, GRAN), 0);
+  /* No pending extent after a clean one. */
+  assert_int_equal (state_encoder_add (enc, STATE_PENDING, 15 * MiB, 512), -1);
   assert_int_equal (state_encoder_finish (enc, &id, &image, &len), 0);
   state_encoder_free (enc);
   img = image;
@@ -408,7 +416,10 @@ test_format_damage (void **state)
   assert_int_equal (state_read_header (img, len, &h, why, sizeof why), 0);
   assert_int_equal (state_check_identity (&h, &id, why, sizeof why), 0);
   assert_int_equal (state_decode_extents (img, &h, NULL, NULL, why, sizeof why), 0);
+  assert_int_equal (h.version, STATE_VERSION);
   assert_int_equal (h.count, 20);
+  assert_int_equal (h.clean_count, 2);
+  assert_int_equal (h.clean_bytes, 2 * GRAN);
   for (size_t n = 0; n < len; n++)
     assert_int_equal (state_read_header (img, n, &h, why, sizeof why), -1);
   for (size_t bit = 0; bit < len * 8; bit++) {
@@ -421,6 +432,207 @@ test_format_damage (void **state)
   assert_int_equal (state_check_identity (&h, &id, why, sizeof why), -1);
   assert_non_null (strstr (why, "bytes"));
   free (image);
+}
+
+/* Known clean (invariant 9): [10M, +256K) and [12M, +64K), away from
+ * trim_pattern's ranges.  Two discards reach the backend.
+ */
+static void
+make_clean (struct engine *e)
+{
+  assert_int_equal (engine_trim (e, 10 * MiB, 256 * KiB, false), 0);
+  assert_int_equal (engine_trim (e, 12 * MiB, 64 * KiB, false), 0);
+  assert_int_equal (engine_drain (e, NULL, NULL), 0);
+}
+
+static void
+assert_clean_loaded (struct engine *e)
+{
+  struct engine_stats st;
+
+  assert_true (engine_known_clean (e, 10 * MiB, 256 * KiB));
+  assert_true (engine_known_clean (e, 12 * MiB, 64 * KiB));
+  assert_false (engine_known_clean (e, 11 * MiB, 4 * KiB));
+  engine_get_stats (e, &st);
+  assert_int_equal (st.clean_extents, 2);
+  assert_int_equal (st.state_loaded_clean_extents, 2);
+  assert_int_equal (st.state_loaded_clean_bytes, 320 * KiB);
+}
+
+/* The known-clean map crosses a clean restart with the pending extents:
+ * the same ranges, consumed with the file, and TRIMs over them are
+ * still not sent.
+ */
+static void
+test_clean_roundtrip (void **state)
+{
+  struct mem_backend *mem;
+  struct mem_discard c[8];
+  struct engine_stats st;
+  struct engine *e = open_engine (&mem, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  make_clean (e);
+  trim_pattern (e);
+  engine_stop (e, 10000);
+  assert_int_equal (mem_backend_calls (mem, c, 8), 2);
+  engine_close (e);
+  assert_true (exists (path));
+
+  e = open_engine (&mem, DISK, "mem", NULL);
+  assert_non_null (e);
+  assert_false (exists (path));
+  assert_int_equal (count (e), 52);
+  assert_clean_loaded (e);
+  assert_int_equal (engine_trim (e, 10 * MiB, 256 * KiB, false), 0);
+  assert_int_equal (count (e), 52);
+  engine_get_stats (e, &st);
+  assert_int_equal (st.already_clean_bytes, 256 * KiB);
+  assert_int_equal (mem_backend_calls (mem, c, 8), 0);
+  engine_close (e);
+}
+
+/* Nothing pending but something known clean: still worth a file. */
+static void
+test_clean_only_saved (void **state)
+{
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  make_clean (e);
+  engine_close (e);
+  assert_true (exists (path));
+  e = open_engine (NULL, DISK, "mem", NULL);
+  assert_non_null (e);
+  assert_int_equal (count (e), 0);
+  assert_clean_loaded (e);
+  engine_stop (e, 1000);
+  engine_close (e);
+}
+
+/* Loading keeps max-clean-extents (the oldest forgotten), and with the
+ * map off loads no clean range at all; the file is consumed either way.
+ */
+static void
+test_clean_load_bound_and_off (void **state)
+{
+  static const char *const one[] = { "max-clean-extents", "1", NULL };
+  static const char *const off[] = { "max-clean-extents", "off", NULL };
+  struct engine_stats st;
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  make_clean (e);
+  engine_close (e);
+  e = open_engine (NULL, DISK, "mem", one);
+  assert_non_null (e);
+  assert_false (exists (path));
+  engine_get_stats (e, &st);
+  assert_int_equal (st.clean_extents, 1);
+  assert_int_equal (st.clean_forgotten_bytes, 256 * KiB);
+  assert_true (engine_known_clean (e, 12 * MiB, 64 * KiB));
+  engine_close (e);
+  e = open_engine (NULL, DISK, "mem", off);
+  assert_non_null (e);
+  assert_false (exists (path));
+  assert_false (engine_known_clean (e, 12 * MiB, 64 * KiB));
+  engine_close (e);
+  assert_false (exists (path));
+}
+
+/* A refused file applies no known-clean range either. */
+static void
+test_clean_refused (void **state)
+{
+  struct engine *e = open_engine (NULL, DISK, "mem", NULL);
+
+  assert_non_null (e);
+  make_clean (e);
+  engine_close (e);
+  e = open_engine (NULL, DISK, "mem2", NULL);
+  assert_non_null (e);
+  assert_true (exists (rejected));
+  assert_false (engine_known_clean (e, 10 * MiB, 4 * KiB));
+  engine_close (e);
+}
+
+/* The file as version 1 wrote it: a 112-byte header without the
+ * known-clean fields, the same payload when the clean list is empty.
+ */
+static void
+to_version_1 (unsigned char *buf, size_t *len)
+{
+  uint32_t crc;
+
+  for (int i = STATE_V1_HEADER_SIZE; i < STATE_HEADER_SIZE; i++)
+    assert_int_equal (buf[i], 0);
+  memmove (buf + STATE_V1_HEADER_SIZE, buf + STATE_HEADER_SIZE,
+           *len - STATE_HEADER_SIZE);
+  *len -= STATE_HEADER_SIZE - STATE_V1_HEADER_SIZE;
+  buf[8] = 1;
+  buf[12] = STATE_V1_HEADER_SIZE;
+  crc = state_checksum (buf, *len);
+  for (int i = 0; i < 4; i++)
+    buf[104 + i] = crc >> (8 * i);
+}
+
+static void
+test_version_1_loads (void **state)
+{
+  struct saved before = save_pattern ();
+  struct engine_stats st;
+  struct engine *e;
+
+  rewrite (to_version_1);
+  e = open_engine (NULL, DISK, "mem", NULL);
+  assert_non_null (e);
+  assert_false (exists (path));
+  assert_false (exists (rejected));
+  assert_int_equal (count (e), before.n);
+  engine_get_stats (e, &st);
+  assert_int_equal (st.state_loaded_extents, 52);
+  assert_int_equal (st.state_loaded_clean_extents, 0);
+  engine_close (e);
+  free (before.x);
+}
+
+static int
+count_lists (enum state_list list, uint64_t offset, uint64_t length,
+             void *opaque)
+{
+  ((uint64_t *) opaque)[list]++;
+  return 0;
+}
+
+/* A file written by version 1's own encoder (the fuzz corpus kept it). */
+static void
+test_version_1_file_decodes (void **state)
+{
+  const char *top = getenv ("abs_top_srcdir");
+  unsigned char buf[4096];
+  struct state_header h;
+  uint64_t n[2] = { 0, 0 };
+  char file[4096], why[256];
+  ssize_t len;
+  int fd;
+
+  if (top == NULL)
+    skip ();
+  snprintf (file, sizeof file, "%s/tests/fuzz/corpus-state/v1-file-aligned",
+            top);
+  fd = open (file, O_RDONLY);
+  assert_true (fd >= 0);
+  len = read (fd, buf, sizeof buf);
+  close (fd);
+  assert_true (len > 0);
+  assert_int_equal (state_read_header (buf, len, &h, why, sizeof why), 0);
+  assert_int_equal (h.version, 1);
+  assert_int_equal (h.count, 3);
+  assert_int_equal (h.clean_count, 0);
+  assert_int_equal (state_decode_extents (buf, &h, count_lists, n, why,
+                                          sizeof why), 0);
+  assert_int_equal (n[STATE_PENDING], 3);
+  assert_int_equal (n[STATE_CLEAN], 0);
 }
 
 static double
@@ -530,6 +742,12 @@ main (void)
     T (test_other_backend_refused),
     T (test_read_only_leaves_it),
     T (test_load_keeps_bound),
+    T (test_clean_roundtrip),
+    T (test_clean_only_saved),
+    T (test_clean_load_bound_and_off),
+    T (test_clean_refused),
+    T (test_version_1_loads),
+    cmocka_unit_test (test_version_1_file_decodes),
     cmocka_unit_test (test_format_damage),
     T (test_million_regular),
     T (test_million_irregular),

@@ -322,8 +322,10 @@ test_space_best_fit (void **state)
   thin_space_add_clean (&s, 1000, 10, true);
   thin_space_add_clean (&s, 2000, 50, false);
   thin_space_learn_zero (&s, 2040, 100);
-  assert_true (thin_space_largest_clean (&s, &x));
+  assert_true (thin_space_largest_clean (&s, 40, &x));
   assert_int_equal (x.offset, 2000);
+  assert_true (thin_space_largest_clean (&s, 10, &x));
+  assert_int_equal (x.offset, 1000);            /* zero, and holds 10 */
   assert_true (thin_space_is_zero (&s, 1000, 10));
   assert_true (thin_space_is_zero (&s, 2045, 5));
   assert_false (thin_space_is_zero (&s, 2039, 2));
@@ -609,6 +611,36 @@ test_zero_fill_known_zero (void **state)
   assert_int_equal (mem->zero_calls, 1);
   assert_filled (0, 8 * KiB, 0);
   assert_filled (12 * KiB, SLOT - 12 * KiB, 0);
+}
+
+/* A freed slot whose discard went out on a backend whose discard
+ * zeroes (the engine knows it clean) needs no zero-fill either; one
+ * whose discard is still pending does.
+ */
+static void
+test_zero_fill_known_clean (void **state)
+{
+  unsigned zeros;
+
+  open_thin ();
+  fill (0, SLOT, 0xaa);
+  fill (2 * SLOT, SLOT, 0xbb);
+  assert_int_equal (volume_trim (vol, 0, SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  zeros = mem->zero_calls;
+  fill (5 * SLOT + 1000, 100, 0x55);
+  assert_int_equal (mem->zero_calls, zeros);
+  assert_filled (5 * SLOT, 1000, 0);
+  assert_filled (5 * SLOT + 1100, SLOT - 1100, 0);
+  /* Pending, not sent: zero-filled. */
+  assert_int_equal (volume_trim (vol, 2 * SLOT, SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
+  fill (7 * SLOT + 1000, 100, 0x77);
+  assert_int_equal (mem->zero_calls, zeros + 1);
+  assert_filled (7 * SLOT, 1000, 0);
+  assert_filled (7 * SLOT + 1100, SLOT - 1100, 0);
+  assert_int_equal (stats ().th.zero_fills, 1);
 }
 
 /* A crash after writes into known-zero slots, before any commit: the
@@ -1187,6 +1219,7 @@ main (void)
     T (test_zero_keeps_slots),
     T (test_subslot_zeros),
     T (test_zero_fill_known_zero),
+    T (test_zero_fill_known_clean),
     T (test_crash_zero_claims),
     T (test_short_last_slot),
     T (test_slot_auto),

@@ -22,6 +22,7 @@ VERIFY_TESTS = \
 	tests/test-verify-slow-discard.sh \
 	tests/test-verify-passthrough.sh \
 	tests/test-verify-thin.sh \
+	tests/test-verify-clean.sh \
 	tests/test-faults.sh \
 	tests/test-backend-reconnect.sh \
 	tests/test-crash-restart.sh

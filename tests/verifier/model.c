@@ -238,6 +238,8 @@ model_complete (struct model *m, enum op_type type, uint64_t first,
 
       note_change (m, b, &ev);
       apply (&s, type, v, err);
+      if (type == OP_TRIM && !err && m->trim_zeroes)
+        s = (struct blk_state) { .kind = BLK_DATA, .version = 0 };
       b->cur = s;
       b->changed_seq = seq;
       /* A completed FUA command is durable, and nothing before it on

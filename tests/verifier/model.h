@@ -26,6 +26,11 @@
  * operation completes, and the order of completions is the order of
  * effects.
  *
+ * With trim_zeroes (the server reads pending discards as zeros and its
+ * backend's discard zeroes, whole blocks only), a completed trim leaves
+ * DATA 0 instead: a TRIM the server skipped over data it believed
+ * discarded (invariant 9) then shows as a mismatch.
+ *
  * For the crash loop (kill -9 of the server), each block also keeps
  * its durable state, the state as of the last completed flush (a change
  * completed before the flush was issued is durable once the flush
@@ -89,6 +94,7 @@ struct blk {
 
 struct model {
   uint64_t nblocks;
+  bool trim_zeroes;             /* a trim leaves zeros, not old-or-zeros */
   struct blk *blk;
   uint64_t seq;                 /* completions so far */
   uint64_t durable_seq;         /* changes before this are flushed */

@@ -50,6 +50,10 @@ static const char usage_text[] =
   "  --fua PCT           commands with FUA (5)\n"
   "  --large-trims PCT   trims of 1-16 MiB (2)\n"
   "  --expect-errors     count errors instead of failing on them\n"
+  "  --trim-zeroes       a completed trim must read as zeros, not as old data\n"
+  "                      or zeros (a server that reads pending discards as\n"
+  "                      zeros over a backend whose discard zeroes, with\n"
+  "                      --unaligned 0): a trim skipped over data shows\n"
   "  --allow-enospc      count writes failing with ENOSPC (a full thin pool):\n"
   "                      their blocks may then hold their old data or\n"
   "                      the write's, sector by sector\n"
@@ -115,7 +119,7 @@ parse_mix (struct options *o, const char *s)
 enum {
   O_URI = 256, O_CONNECTIONS, O_DEPTH, O_OPS, O_SECONDS, O_SEED,
   O_CHECKPOINT, O_MIX, O_MAX_BLOCKS, O_UNALIGNED, O_FUA, O_LARGE,
-  O_EXPECT_ERRORS, O_ALLOW_ENOSPC, O_SAVE, O_LOAD, O_VERIFY_ONLY,
+  O_EXPECT_ERRORS, O_ALLOW_ENOSPC, O_TRIM_ZEROES, O_SAVE, O_LOAD, O_VERIFY_ONLY,
   O_VERIFY_DURABLE, O_UNTIL_DISCONNECT,
   O_NO_FINAL, O_FLUSH_CMD, O_CTL_CMD, O_CMD_INTERVAL, O_PROGRESS,
 };
@@ -135,6 +139,7 @@ static const struct option long_options[] = {
   { "large-trims", required_argument, NULL, O_LARGE },
   { "expect-errors", no_argument, NULL, O_EXPECT_ERRORS },
   { "allow-enospc", no_argument, NULL, O_ALLOW_ENOSPC },
+  { "trim-zeroes", no_argument, NULL, O_TRIM_ZEROES },
   { "save-model", required_argument, NULL, O_SAVE },
   { "load-model", required_argument, NULL, O_LOAD },
   { "verify-only", no_argument, NULL, O_VERIFY_ONLY },
@@ -203,6 +208,7 @@ parse_options (struct options *o, int argc, char *argv[])
     case O_LARGE: o->large_trim_pct = bounded ("--large-trims", optarg, 0, 100); break;
     case O_EXPECT_ERRORS: o->expect_errors = true; break;
     case O_ALLOW_ENOSPC: o->allow_enospc = true; break;
+    case O_TRIM_ZEROES: o->trim_zeroes = true; break;
     case O_SAVE: o->save_model = optarg; break;
     case O_LOAD: o->load_model = optarg; break;
     case O_VERIFY_ONLY: o->verify_only = true; break;
@@ -227,6 +233,11 @@ parse_options (struct options *o, int argc, char *argv[])
   }
   if (o->uri == NULL || optind != argc)
     usage (2);
+  if (o->trim_zeroes && o->unaligned_pct) {
+    fprintf (stderr, "verify: --trim-zeroes needs --unaligned 0 (a trim cut "
+             "at sectors leaves old data in its head and tail blocks)\n");
+    exit (2);
+  }
   if ((o->verify_only || o->verify_durable) && o->load_model == NULL) {
     fprintf (stderr, "verify: --verify-only and --verify-durable need "
              "--load-model\n");
@@ -370,16 +381,19 @@ setup_model (struct verifier *v)
              "multiple of %d\n", size, BLOCK_SIZE);
     return -1;
   }
-  if (v->opt.load_model == NULL)
-    return model_init (&v->model, size / BLOCK_SIZE);
-  if (model_load (&v->model, v->opt.load_model) == -1)
+  if (v->opt.load_model == NULL) {
+    if (model_init (&v->model, size / BLOCK_SIZE) == -1)
+      return -1;
+  }
+  else if (model_load (&v->model, v->opt.load_model) == -1)
     return -1;
-  if (v->model.nblocks != size / BLOCK_SIZE) {
+  else if (v->model.nblocks != size / BLOCK_SIZE) {
     fprintf (stderr, "verify: %s is a model of %" PRIu64 " blocks, the disk "
              "has %" PRIu64 "\n", v->opt.load_model, v->model.nblocks,
              size / BLOCK_SIZE);
     return -1;
   }
+  v->model.trim_zeroes = v->opt.trim_zeroes;
   return 0;
 }
 

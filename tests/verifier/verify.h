@@ -40,6 +40,7 @@ struct options {
   unsigned large_trim_pct;      /* trims of 1-16 MiB */
   bool expect_errors;           /* errors are counted, not failures */
   bool allow_enospc;            /* writes may fail with ENOSPC (thin mode) */
+  bool trim_zeroes;             /* a completed trim reads as zeros */
   bool verify_only;             /* no operations: check the disk */
   bool verify_durable;          /* check the loaded model as after a crash */
   bool until_disconnect;        /* the server may die: stop, save the model */

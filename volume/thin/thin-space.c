@@ -282,13 +282,15 @@ thin_space_best_pending (struct thin_space *s, uint64_t n, struct extent *run)
 }
 
 bool
-thin_space_largest_clean (const struct thin_space *s, struct extent *run)
+thin_space_largest_clean (const struct thin_space *s, uint64_t want,
+                          struct extent *run)
 {
   struct extent z;
 
   if (!extmap_largest (s->zero, &z))
     return extmap_largest (s->clean, run);
-  if (!extmap_largest (s->clean, run) || z.length > run->length ||
+  if (z.length >= want || !extmap_largest (s->clean, run) ||
+      z.length > run->length ||
       (z.length == run->length && z.offset < run->offset))
     *run = z;
   return true;
@@ -400,7 +402,8 @@ thin_space_get_stats (const struct thin_space *s, struct thin_space_stats *st)
   st->zero = extmap_bytes (s->zero);
   st->clean = extmap_bytes (s->clean) + st->zero;
   st->clean_runs = extmap_count (s->clean) + extmap_count (s->zero);
-  st->clean_largest = thin_space_largest_clean (s, &x) ? x.length : 0;
+  st->clean_largest = thin_space_largest_clean (s, UINT64_MAX, &x)
+                      ? x.length : 0;
   st->memory = extmap_memory (s->pending) + extmap_memory (s->index) +
                extmap_memory (s->clean) + extmap_memory (s->zero);
 }

@@ -86,15 +86,19 @@ discard_pending (struct thin *t, uint64_t p, uint64_t n)
   return engine_discard_pending (t->e, phys_offset (t, p), n << t->shift);
 }
 
-/* Known to read as zeros: learnt from the backend's extents at start
- * and untouched since (thin-meta.c, learn_zeros).  Slots whose discard
- * reached a backend whose discard zeroes join this when the engine can
- * say so.
+/* Known to read as zeros: what the backend's extents said at start,
+ * untouched since (thin-meta.c, backend_zeros), or what the engine knows
+ * clean (discarded, nothing written since) on a backend whose discard
+ * zeroes (a file's punched hole).  Neither outlives a kill -9: the
+ * extents are asked afresh at each start, and the engine's known-clean
+ * map starts empty after one.
  */
 bool
 thin_reads_as_zeros_locked (struct thin *t, uint64_t p, uint64_t n)
 {
-  return thin_space_is_zero (&t->space, p, n);
+  return thin_space_is_zero (&t->space, p, n) ||
+         (engine_limits (t->e)->discard_zeroes &&
+          engine_known_clean (t->e, phys_offset (t, p), n << t->shift));
 }
 
 /* Requests in flight. */
@@ -386,7 +390,8 @@ run_at_goal (struct thin *t, uint64_t goal, struct extent *x)
  *      end of one, never its middle; the most recently freed among
  *      equals), since a write there cancels their discard;
  *   3. the clean slots right after goal;
- *   4. clean slots from the largest clean run.
+ *   4. clean slots from the largest clean run (the largest known to
+ *      read as zeros if it holds the request: no zero-fill there).
  * Reuse comes before contiguity into clean space: on XFS churns, a
  * stream that went on into clean space while freed runs waited left
  * twice the discards at the end (docs/design-notes.md, "Thin mode").
@@ -436,7 +441,7 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
     from_goal = goal;
   }
   else {
-    if (!thin_space_largest_clean (&t->space, &x) &&
+    if (!thin_space_largest_clean (&t->space, want, &x) &&
         !thin_space_best_pending (&t->space, want, &x))
       abort ();                     /* the caller counted the free slots */
     at = x.length > 1 && is_tail (t, x.offset)

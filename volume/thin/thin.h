@@ -138,13 +138,14 @@ extern enum thin_free_kind thin_space_find (const struct thin_space *s,
 
 /* The allocator's picks: the pending run that fits n best (the shortest
  * holding n, the most recently freed among those; if none holds n, the
- * longest); the longest clean run (zero or not); the pending run freed
- * longest ago.
+ * longest); the longest clean run known to read as zeros if it holds n
+ * (a first write there needs no zero-fill), else the longest clean run;
+ * the pending run freed longest ago.
  */
 extern bool thin_space_best_pending (struct thin_space *s, uint64_t n,
                                      struct extent *run);
 extern bool thin_space_largest_clean (const struct thin_space *s,
-                                      struct extent *run);
+                                      uint64_t n, struct extent *run);
 extern bool thin_space_oldest_pending (const struct thin_space *s,
                                        struct extent *run);
 
