@@ -322,9 +322,9 @@ test_space_best_fit (void **state)
   thin_space_add_clean (&s, 1000, 10, true);
   thin_space_add_clean (&s, 2000, 50, false);
   thin_space_learn_zero (&s, 2040, 100);
-  assert_true (thin_space_largest_clean (&s, 40, &x));
+  assert_int_equal (thin_space_largest_clean (&s, 40, &x), THIN_CLEAN);
   assert_int_equal (x.offset, 2000);
-  assert_true (thin_space_largest_clean (&s, 10, &x));
+  assert_int_equal (thin_space_largest_clean (&s, 10, &x), THIN_ZERO);
   assert_int_equal (x.offset, 1000);            /* zero, and holds 10 */
   assert_true (thin_space_is_zero (&s, 1000, 10));
   assert_true (thin_space_is_zero (&s, 2045, 5));
@@ -334,6 +334,7 @@ test_space_best_fit (void **state)
   assert_true (thin_space_is_zero (&s, 1002, 1));
   assert_int_equal (thin_space_find (&s, 200, &x), THIN_PENDING);
   assert_int_equal (thin_space_find (&s, 2001, &x), THIN_CLEAN);
+  assert_int_equal (thin_space_find (&s, 2045, &x), THIN_ZERO);
   assert_int_equal (thin_space_find (&s, 1001, &x), THIN_NOT_FREE);
   assert_int_equal (thin_space_slots (&s), 3 + 8 + 3 + 8 + 50);
   thin_space_free (&s);

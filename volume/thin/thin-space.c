@@ -226,23 +226,14 @@ thin_space_adopt (struct thin_space *s, struct extmap *free_set, bool zero)
   *to = free_set;
 }
 
-/* The clean or zero map that holds slot p, and its run there. */
-static struct extmap *
-clean_at (const struct thin_space *s, uint64_t p, struct extent *run)
-{
-  if (extmap_find_overlap (s->zero, p, 1, run))
-    return s->zero;
-  if (extmap_find_overlap (s->clean, p, 1, run))
-    return s->clean;
-  return NULL;
-}
-
 enum thin_free_kind
 thin_space_find (const struct thin_space *s, uint64_t p, struct extent *run)
 {
   if (pending_at (s, p, run))
     return THIN_PENDING;
-  if (clean_at (s, p, run))
+  if (extmap_find_overlap (s->zero, p, 1, run))
+    return THIN_ZERO;
+  if (extmap_find_overlap (s->clean, p, 1, run))
     return THIN_CLEAN;
   return THIN_NOT_FREE;
 }
@@ -281,19 +272,21 @@ thin_space_best_pending (struct thin_space *s, uint64_t n, struct extent *run)
   return extmap_largest (s->pending, run);
 }
 
-bool
+enum thin_free_kind
 thin_space_largest_clean (const struct thin_space *s, uint64_t want,
                           struct extent *run)
 {
   struct extent z;
 
   if (!extmap_largest (s->zero, &z))
-    return extmap_largest (s->clean, run);
+    return extmap_largest (s->clean, run) ? THIN_CLEAN : THIN_NOT_FREE;
   if (z.length >= want || !extmap_largest (s->clean, run) ||
       z.length > run->length ||
-      (z.length == run->length && z.offset < run->offset))
+      (z.length == run->length && z.offset < run->offset)) {
     *run = z;
-  return true;
+    return THIN_ZERO;
+  }
+  return THIN_CLEAN;
 }
 
 bool
@@ -358,30 +351,33 @@ reindex_rest (struct thin_space *s, const struct extent *x, uint64_t p,
 }
 
 int
+thin_space_take_from (struct thin_space *s, enum thin_free_kind kind,
+                      const struct extent *x, uint64_t p, uint64_t n)
+{
+  if (kind == THIN_NOT_FREE || p < x->offset ||
+      p + n > x->offset + x->length) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (kind != THIN_PENDING)
+    return extmap_remove (kind == THIN_ZERO ? s->zero : s->clean, p, n,
+                          NULL);
+  index_remove (s, x);
+  if (extmap_remove (s->pending, p, n, NULL) == -1) {
+    index_add (s, x);
+    return -1;
+  }
+  reindex_rest (s, x, p, n);
+  return 0;
+}
+
+int
 thin_space_take (struct thin_space *s, uint64_t p, uint64_t n)
 {
   struct extent x;
+  enum thin_free_kind kind = thin_space_find (s, p, &x);
 
-  switch (thin_space_find (s, p, &x)) {
-  case THIN_PENDING:
-    if (p + n > x.offset + x.length)
-      break;
-    index_remove (s, &x);
-    if (extmap_remove (s->pending, p, n, NULL) == -1) {
-      index_add (s, &x);
-      return -1;
-    }
-    reindex_rest (s, &x, p, n);
-    return 0;
-  case THIN_CLEAN:
-    if (p + n > x.offset + x.length)
-      break;
-    return extmap_remove (clean_at (s, p, &x), p, n, NULL);
-  case THIN_NOT_FREE:
-    break;
-  }
-  errno = EINVAL;
-  return -1;
+  return thin_space_take_from (s, kind, &x, p, n);
 }
 
 uint64_t
@@ -402,8 +398,8 @@ thin_space_get_stats (const struct thin_space *s, struct thin_space_stats *st)
   st->zero = extmap_bytes (s->zero);
   st->clean = extmap_bytes (s->clean) + st->zero;
   st->clean_runs = extmap_count (s->clean) + extmap_count (s->zero);
-  st->clean_largest = thin_space_largest_clean (s, UINT64_MAX, &x)
-                      ? x.length : 0;
+  st->clean_largest = thin_space_largest_clean (s, UINT64_MAX, &x) !=
+                      THIN_NOT_FREE ? x.length : 0;
   st->memory = extmap_memory (s->pending) + extmap_memory (s->index) +
                extmap_memory (s->clean) + extmap_memory (s->zero);
 }

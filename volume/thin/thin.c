@@ -139,10 +139,14 @@ conflicts (const struct thin_op *a, const struct thin_op *b)
          (a->kind != OP_IO || b->kind != OP_IO);
 }
 
-/* Wait until no older op conflicts with op. */
-static void
+/* Wait until no older op conflicts with op.  Returns whether it had to
+ * (the lock was dropped meanwhile).
+ */
+static bool
 op_wait_locked (struct thin *t, const struct thin_op *op)
 {
+  bool waited = false;
+
   for (;;) {
     const struct thin_op *o;
 
@@ -150,8 +154,9 @@ op_wait_locked (struct thin *t, const struct thin_op *op)
       if (o->ticket < op->ticket && conflicts (o, op))
         break;
     if (o == NULL)
-      return;
+      return waited;
     pthread_cond_wait (&t->changed, &t->lock);
+    waited = true;
   }
 }
 
@@ -276,19 +281,6 @@ plan_push (struct plan *pl, uint64_t l, uint64_t n, uint32_t p, bool fresh)
   return 0;
 }
 
-/* Slots of [l0, l1) that no run maps. */
-static uint64_t
-count_gaps_locked (struct thin *t, uint64_t l0, uint64_t l1)
-{
-  uint64_t gaps = 0, n;
-  uint32_t p;
-
-  for (uint64_t l = l0; l < l1; l += n)
-    if (!thin_map_lookup (&t->map, l, l1 - l, &p, &n))
-      gaps += n;
-  return gaps;
-}
-
 /* Allocation. */
 
 /* The pending run x no longer has a discard in the engine (it went out,
@@ -397,13 +389,20 @@ run_at_goal (struct thin *t, uint64_t goal, struct extent *x)
  * twice the discards at the end (docs/design-notes.md, "Thin mode").
  * A new stream leaves an active stream's next slot alone where it can:
  * it takes the far end of a longer pending run, or the second half of
- * the largest clean run.  Sets *p and *k (1 <= *k <= want); *pending:
- * the slots had a discard pending.  There are free slots (the caller
- * counted them).
+ * the largest clean run.  There are free slots (the caller counted
+ * them).
  */
+struct choice {
+  uint32_t p;                       /* the first slot */
+  uint64_t k;                       /* how many, 1 <= k <= want */
+  bool pending;                     /* they had a discard pending */
+  enum thin_free_kind kind;         /* the set, and the run, they are in */
+  struct extent run;
+};
+
 static void
-choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
-               uint64_t *k, bool *pending)
+choose_locked (struct thin *t, uint64_t goal, uint64_t want,
+               struct choice *c)
 {
   enum thin_free_kind at_goal;
   uint64_t at, from_goal;
@@ -414,44 +413,52 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want, uint32_t *p,
    */
   at_goal = run_at_goal (t, goal, &g);
   if (at_goal == THIN_PENDING) {
-    *p = (uint32_t) goal;
-    *k = MIN (want, g.length);
-    *pending = discard_pending (t, goal, *k);
-    note_tail (t, goal, goal + *k);
+    *c = (struct choice) {
+      .p = (uint32_t) goal, .k = MIN (want, g.length), .kind = at_goal,
+      .run = g,
+    };
+    c->pending = discard_pending (t, goal, c->k);
+    note_tail (t, goal, goal + c->k);
     return;
   }
-  *pending = false;
+  c->pending = false;
   for (unsigned i = 0; i < VERIFY_MAX &&
          thin_space_best_pending (&t->space, want, &x); i++) {
     if (discard_pending (t, x.offset, x.length)) {
-      *pending = true;
+      c->pending = true;
       break;
     }
     settle_locked (t, &x);
   }
-  if (*pending) {
-    *k = MIN (want, x.length);
-    at = x.length > *k && is_tail (t, x.offset)
-         ? x.offset + x.length - *k : x.offset;
+  if (c->pending) {
+    c->kind = THIN_PENDING;
+    c->k = MIN (want, x.length);
+    at = x.length > c->k && is_tail (t, x.offset)
+         ? x.offset + x.length - c->k : x.offset;
     from_goal = THIN_MAX_PHYS;
   }
-  else if (at_goal == THIN_CLEAN) {
+  else if (at_goal != THIN_NOT_FREE) {
+    c->kind = at_goal;
+    x = g;
     at = goal;
-    *k = MIN (want, g.length);
+    c->k = MIN (want, g.length);
     from_goal = goal;
   }
   else {
-    if (!thin_space_largest_clean (&t->space, want, &x) &&
-        !thin_space_best_pending (&t->space, want, &x))
+    c->kind = thin_space_largest_clean (&t->space, want, &x);
+    if (c->kind == THIN_NOT_FREE)
       abort ();                     /* the caller counted the free slots */
     at = x.length > 1 && is_tail (t, x.offset)
          ? x.offset + x.length / 2 : x.offset;
-    *k = MIN (want, x.offset + x.length - at);
+    c->k = MIN (want, x.offset + x.length - at);
     from_goal = THIN_MAX_PHYS;
   }
-  *p = (uint32_t) at;
-  note_tail (t, from_goal, at + *k);
+  c->p = (uint32_t) at;
+  c->run = x;
+  note_tail (t, from_goal, at + c->k);
 }
+
+
 /* Give the fresh slots of a plan back (the write failed): they may hold
  * anything, so they are clean but not zero.
  */
@@ -476,24 +483,25 @@ allocate_gap_locked (struct thin *t, struct plan *pl, uint64_t l, uint64_t n,
                   ? (uint64_t) prev->p + prev->n : goal_after_locked (t, l);
 
   while (n > 0) {
-    uint64_t k;
-    uint32_t p;
-    bool pending;
+    struct choice c;
 
-    choose_locked (t, goal, n, &p, &k, &pending);
+    choose_locked (t, goal, n, &c);
     if (l == l0)
-      pl->head_zero = thin_reads_as_zeros_locked (t, p, 1);
-    if (l + k == l1)
-      pl->tail_zero = thin_reads_as_zeros_locked (t, p + k - 1, 1);
-    if (thin_space_take (&t->space, p, k) == -1 ||
-        plan_push (pl, l, k, p, true) == -1) {
+      pl->head_zero = c.kind == THIN_ZERO ||
+                      thin_reads_as_zeros_locked (t, c.p, 1);
+    if (l + c.k == l1)
+      pl->tail_zero = l + c.k - 1 == l0 ? pl->head_zero
+                      : c.kind == THIN_ZERO ||
+                        thin_reads_as_zeros_locked (t, c.p + c.k - 1, 1);
+    if (thin_space_take_from (&t->space, c.kind, &c.run, c.p, c.k) == -1 ||
+        plan_push (pl, l, c.k, c.p, true) == -1) {
       dc_error ("thin: out of memory allocating slots");
       return -1;
     }
-    t->reused += pending ? k : 0;
-    goal = (uint64_t) p + k;
-    l += k;
-    n -= k;
+    t->reused += c.pending ? c.k : 0;
+    goal = (uint64_t) c.p + c.k;
+    l += c.k;
+    n -= c.k;
   }
   return 0;
 }
@@ -561,19 +569,29 @@ static int
 plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
 {
   for (;;) {
-    uint64_t need = count_gaps_locked (t, op->l0, op->l1);
+    uint64_t need = op->l1 - op->l0;
     bool recorded = true;
     int r;
 
+    /* The mapped runs first: a write into mapped slots needs no more. */
+    pl->n = 0;
+    if (plan_locked (t, pl, op->l0, op->l1, false) == -1)
+      return -1;
+    for (size_t i = 0; i < pl->n; i++)
+      need -= pl->seg[i].n;
     if (need == 0)
-      return plan_locked (t, pl, op->l0, op->l1, false) == -1 ? -1 : 0;
+      return 0;
+    /* Allocating: wait for the older ops over these slots; if it had
+     * to, they may have changed the map.
+     */
     if (op->kind != OP_SETUP) {
-      op->kind = OP_SETUP;          /* and wait for older writers */
-      op_wait_locked (t, op);
-      continue;
+      op->kind = OP_SETUP;
+      if (op_wait_locked (t, op))
+        continue;
     }
     if (need <= thin_space_slots (&t->space)) {
       op->plan = pl;
+      pl->n = 0;
       if (plan_locked (t, pl, op->l0, op->l1, true) == -1) {
         unreserve_locked (t, pl);
         return -1;

@@ -108,7 +108,9 @@ struct thin_space {
 };
 
 /* Which set a free slot is in. */
-enum thin_free_kind { THIN_NOT_FREE = 0, THIN_PENDING, THIN_CLEAN };
+enum thin_free_kind {
+  THIN_NOT_FREE = 0, THIN_PENDING, THIN_CLEAN, THIN_ZERO,
+};
 
 extern int thin_space_init (struct thin_space *s);
 extern void thin_space_free (struct thin_space *s);
@@ -130,22 +132,21 @@ extern void thin_space_add_pending (struct thin_space *s, uint64_t p,
 extern void thin_space_adopt (struct thin_space *s, struct extmap *free_set,
                               bool zero);
 
-/* The free run holding slot p, and its set (THIN_NOT_FREE: none; a
- * clean run is all known zero or all not).
- */
+/* The free run holding slot p, and its set (THIN_NOT_FREE: none). */
 extern enum thin_free_kind thin_space_find (const struct thin_space *s,
                                             uint64_t p, struct extent *run);
 
 /* The allocator's picks: the pending run that fits n best (the shortest
  * holding n, the most recently freed among those; if none holds n, the
  * longest); the longest clean run known to read as zeros if it holds n
- * (a first write there needs no zero-fill), else the longest clean run;
- * the pending run freed longest ago.
+ * (a first write there needs no zero-fill), else the longest clean run
+ * (THIN_ZERO or THIN_CLEAN says which, THIN_NOT_FREE none); the pending
+ * run freed longest ago.
  */
 extern bool thin_space_best_pending (struct thin_space *s, uint64_t n,
                                      struct extent *run);
-extern bool thin_space_largest_clean (const struct thin_space *s,
-                                      uint64_t n, struct extent *run);
+extern enum thin_free_kind thin_space_largest_clean
+  (const struct thin_space *s, uint64_t n, struct extent *run);
 extern bool thin_space_oldest_pending (const struct thin_space *s,
                                        struct extent *run);
 
@@ -165,6 +166,15 @@ extern void thin_space_learn_zero (struct thin_space *s, uint64_t p,
  * (EINVAL: not within one free run; ENOMEM).
  */
 extern int thin_space_take (struct thin_space *s, uint64_t p, uint64_t n);
+
+/* The same when the run holding p and its set are known (found by
+ * thin_space_find, a pick, or thin_space_largest_clean, and nothing
+ * changed since).
+ */
+extern int thin_space_take_from (struct thin_space *s,
+                                 enum thin_free_kind kind,
+                                 const struct extent *run, uint64_t p,
+                                 uint64_t n);
 
 /* Free slots in all: pending and clean. */
 extern uint64_t thin_space_slots (const struct thin_space *s);
