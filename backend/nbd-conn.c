@@ -80,7 +80,14 @@ struct nbd_handle *
 nbdc_connect (const char *uri, bool first)
 {
   struct nbd_handle *nbd = nbd_create ();
-  const char *why = nbd ? negotiate (nbd, uri) : nbd_get_error ();
+  const char *why;
+
+  /* Block status where the server offers it (extents); asked for on
+   * every connection, since any may serve the request.
+   */
+  if (nbd)
+    nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION);
+  why = nbd ? negotiate (nbd, uri) : nbd_get_error ();
   int err;
 
   if (why == NULL)

@@ -31,7 +31,7 @@ struct nbd_backend {
   struct nbd_handle *nbd[NBDB_POOL_MAX];
   bool leaving[NBDB_POOL_MAX];
   /* What the server can do (b.limits may say less, e.g. read-only). */
-  bool can_trim, can_zero, can_fua, can_flush;
+  bool can_trim, can_zero, can_fua, can_flush, can_extents;
   uint32_t max_request;         /* pread/pwrite chunk */
 
   /* Reconnection (nbd-conn.c), under lock. */

@@ -52,10 +52,13 @@
  */
 #define NBDB_DEFAULT_GRANULARITY 4096
 
-enum nbdb_cmd { CMD_PREAD, CMD_PWRITE, CMD_ZERO, CMD_TRIM, CMD_FLUSH };
+enum nbdb_cmd {
+  CMD_PREAD, CMD_PWRITE, CMD_ZERO, CMD_TRIM, CMD_FLUSH, CMD_BLOCK_STATUS,
+};
 static const char *const cmd_names[] = {
   [CMD_PREAD] = "pread", [CMD_PWRITE] = "pwrite", [CMD_ZERO] = "zero",
   [CMD_TRIM] = "trim", [CMD_FLUSH] = "flush",
+  [CMD_BLOCK_STATUS] = "block status",
 };
 
 /* Take a free connection, waiting while all are busy. */
@@ -125,6 +128,9 @@ run_cmd (struct nbd_handle *nbd, enum nbdb_cmd cmd, void *buf,
   case CMD_ZERO: return nbd_zero (nbd, count, offset, flags);
   case CMD_TRIM: return nbd_trim (nbd, count, offset, flags);
   case CMD_FLUSH: return nbd_flush (nbd, flags);
+  case CMD_BLOCK_STATUS:
+    return nbd_block_status (nbd, count, offset,
+                             *(nbd_extent_callback *) buf, flags);
   }
   abort ();
 }
@@ -294,6 +300,72 @@ nbdb_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
   return emulate_fua (h, fua);
 }
 
+/* Block status: base:allocation's flags are backend.h's extent types.
+ * The server may describe less than was asked: ask again from where
+ * its answer ended.
+ */
+struct status {
+  backend_extent_fn fn;
+  void *opaque;
+  uint64_t end;                 /* where the answers reached */
+  uint64_t limit;               /* the end of the request */
+};
+
+static int
+status_entries (void *user_data, const char *metacontext, uint64_t offset,
+                uint32_t *entries, size_t nr_entries, int *error)
+{
+  struct status *st = user_data;
+
+  if (strcmp (metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0)
+    return 0;
+  for (size_t i = 0; i + 1 < nr_entries && offset < st->limit; i += 2) {
+    uint64_t len = MIN (entries[i], st->limit - offset);
+
+    if (len == 0 || st->fn (offset, len, entries[i + 1] &
+                            (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO),
+                            st->opaque) == -1) {
+      *error = EIO;
+      return -1;
+    }
+    offset += len;
+  }
+  st->end = MAX (st->end, offset);
+  return 0;
+}
+
+static int
+nbdb_extents (struct backend *b, uint64_t offset, uint64_t length,
+              backend_extent_fn fn, void *opaque)
+{
+  struct nbd_backend *h = (struct nbd_backend *) b;
+  struct status st = { .fn = fn, .opaque = opaque };
+  nbd_extent_callback cb = { .callback = status_entries, .user_data = &st };
+
+  if (!h->can_extents) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  if (backend_check_range (b, "extents", offset, length, false, EINVAL) == -1)
+    return -1;
+  st.limit = offset + length;
+  for (st.end = offset; st.end < st.limit; ) {
+    uint64_t from = st.end;
+
+    if (issue (h, CMD_BLOCK_STATUS, &cb, MIN (st.limit - from,
+                                               NBDB_MAX_EFFECT),
+               from, 0) == -1)
+      return -1;
+    if (st.end == from) {       /* no progress: a broken answer */
+      dc_error ("backend %s: block status at %" PRIu64 " described nothing",
+                b->identity.name, from);
+      errno = EIO;
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static void
 nbdb_close (struct backend *b)
 {
@@ -318,7 +390,7 @@ static const struct backend_ops nbdb_ops = {
   .zero = nbdb_zero,
   .discard = nbdb_discard,
   .flush = nbdb_flush,
-  .extents = NULL,
+  .extents = nbdb_extents,
   .close = nbdb_close,
 };
 
@@ -356,7 +428,9 @@ nbdb_probe (struct nbd_backend *h, bool read_only)
   l->can_zero = !l->read_only && h->can_zero;
   l->can_fua = !l->read_only && h->can_fua;
   l->can_flush = h->can_flush;
-  l->can_extents = false;
+  h->can_extents =
+    nbd_can_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
+  l->can_extents = h->can_extents;
   l->discard_zeroes = false;    /* trimmed content is undefined in NBD */
   l->can_multi_conn = nbd_can_multi_conn (nbd) == 1;
   l->min_block = block_size (nbd, LIBNBD_SIZE_MINIMUM);

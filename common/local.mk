@@ -10,7 +10,8 @@ noinst_HEADERS += \
 	common/log.h \
 	common/log-stderr.h \
 	common/splitmix.h \
-	common/strdup-null.h
+	common/strdup-null.h \
+	common/varint.h
 
 # Programs that are not the nbdkit plugin link this for dc_error/dc_debug.
 noinst_LTLIBRARIES += libdclogstderr.la

@@ -183,8 +183,9 @@ const struct service_key service_keys[] = {
   { "thin", "BOOL", "off", NULL,
     "Thin mode: map logical slots to physical ones, reusing freed slots.",
     VOLUME, false, ALL, NULL },
-  { "slot", "SIZE", "64k", NULL,
-    "Thin mode's slot size, a power of two.",
+  { "slot", "auto|SIZE", "auto", NULL,
+    "Thin mode's slot size, a power of two; auto: meta='s if it exists, "
+    "else the discard granularity, at least 4k.",
     VOLUME, false, ALL, NULL },
   { "size", "SIZE", NULL, "the backend's",
     "Thin mode's exported size.",

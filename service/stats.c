@@ -44,10 +44,13 @@
 /* Thin mode's, present only with thin=on, named thin_NAME. */
 #define STATS_THIN_U64(X)                                   \
   X (slot) X (size) X (slots)                               \
-  X (trims) X (trim_bytes) X (mapped)                       \
-  X (free_clean) X (free_pending)                           \
+  X (trims) X (trim_bytes) X (mapped) X (mapped_runs)       \
+  X (free_clean) X (free_clean_runs) X (free_zero)          \
+  X (free_pending) X (free_pending_runs)                    \
+  X (free_pending_largest)                                  \
   X (free_undurable) X (allocated) X (reused)               \
-  X (enospc) X (commits) X (journal_bytes)                  \
+  X (enospc) X (zero_fills) X (map_bytes) X (memory_bytes)  \
+  X (commits) X (journal_bytes)                             \
   X (checkpoints) X (last_checkpoint)
 
 int

@@ -3,12 +3,15 @@
 """File churn on a mounted filesystem, for discardcache's end-to-end tests.
 
   churn.py run DIR MANIFEST [--seed N] [--rounds R] [--files F] [--max-kib K]
+                           [--min-kib K] [--delete D]
   churn.py verify DIR MANIFEST
 
 run: each round creates F files of mixed sizes (4 KiB to K KiB, random
 content), fsyncs them, then deletes about half of the files alive, so the
 filesystem frees (and with -o discard, trims) space that later rounds write
-again.  The SHA-256 of every surviving file goes to MANIFEST.
+again.  With --min-kib the sizes are uniform from that to --max-kib
+instead; with --delete, D files alive are deleted each round instead of
+half.  The SHA-256 of every surviving file goes to MANIFEST.
 verify: every file in MANIFEST exists with its checksum; exits 1 otherwise.
 Deterministic for a given seed.
 """
@@ -36,12 +39,16 @@ def run(args):
     for _ in range(args.rounds):
         for _ in range(args.files):
             # Mostly small files, a few large ones, as on a real system.
-            kib = rng.choice([4, 8, 16, 64, 128]) if rng.random() < 0.8 \
-                else rng.randint(256, args.max_kib)
+            if args.min_kib:
+                kib = rng.randint(args.min_kib, args.max_kib)
+            else:
+                kib = rng.choice([4, 8, 16, 64, 128]) if rng.random() < 0.8 \
+                    else rng.randint(256, args.max_kib)
             name = "f%06d" % serial
             serial += 1
             alive[name] = write_file(os.path.join(args.dir, name), kib * 1024, rng)
-        for name in rng.sample(sorted(alive), len(alive) // 2):
+        gone = len(alive) // 2 if args.delete is None else min(args.delete, len(alive))
+        for name in rng.sample(sorted(alive), gone):
             os.unlink(os.path.join(args.dir, name))
             del alive[name]
         os.sync()
@@ -79,6 +86,8 @@ def main():
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--files", type=int, default=60)
     p.add_argument("--max-kib", type=int, default=2048)
+    p.add_argument("--min-kib", type=int, default=0)
+    p.add_argument("--delete", type=int, default=None)
     args = p.parse_args()
     if args.mode == "run":
         run(args)

@@ -73,10 +73,18 @@ print_thin (const struct jf_object *st, FILE *fp)
            "\n", "slots:", get (st, "thin_mapped"),
            get (st, "thin_free_clean"), get (st, "thin_free_pending"),
            get (st, "thin_free_undurable"), v);
+  fprintf (fp, ROW "%" PRIu64 " mapped, %" PRIu64 " free-pending-discard "
+           "(largest %" PRIu64 " slots), %" PRIu64 " free-clean; %s of maps\n",
+           "runs:", get (st, "thin_mapped_runs"),
+           get (st, "thin_free_pending_runs"),
+           get (st, "thin_free_pending_largest"),
+           get (st, "thin_free_clean_runs"),
+           human_size (get (st, "thin_memory_bytes"), a));
   fprintf (fp, ROW "%" PRIu64 " allocated, %" PRIu64 " reused (discard "
-           "cancelled), %" PRIu64 " writes failed ENOSPC\n", "slot use:",
+           "cancelled), %" PRIu64 " zero-filled, %" PRIu64 " writes failed "
+           "ENOSPC\n", "slot use:",
            get (st, "thin_allocated"), get (st, "thin_reused"),
-           get (st, "thin_enospc"));
+           get (st, "thin_zero_fills"), get (st, "thin_enospc"));
   fprintf (fp, ROW "%s, %" PRIu64 " commits, %" PRIu64 " checkpoints, last "
            "at %" PRIu64 " (unix time)\n", "journal:",
            human_size (get (st, "thin_journal_bytes"), a),
@@ -237,12 +245,20 @@ static const struct metric {
   { "thin_trims", "thin_trims_total", NULL, "counter", 1, "Thin mode: TRIM requests received from the client." },
   { "thin_trim_bytes", "thin_trim_bytes_total", NULL, "counter", 1, "Thin mode: bytes in the client's TRIM requests." },
   { "thin_mapped", "thin_slots_mapped", NULL, "gauge", 1, "Thin mode: slots mapped." },
+  { "thin_mapped_runs", "thin_runs_mapped", NULL, "gauge", 1, "Thin mode: runs of mapped slots (logically and physically consecutive)." },
   { "thin_free_clean", "thin_slots_free", "state=\"clean\"", "gauge", 1, "Thin mode: free slots, by state." },
   { "thin_free_pending", "thin_slots_free", "state=\"pending_discard\"", NULL, 1, NULL },
   { "thin_free_undurable", "thin_slots_free", "state=\"awaiting_commit\"", NULL, 1, NULL },
+  { "thin_free_zero", "thin_slots_free_zero", NULL, "gauge", 1, "Thin mode: clean free slots known to read as zeros." },
+  { "thin_free_pending_runs", "thin_runs_free", "state=\"pending_discard\"", "gauge", 1, "Thin mode: runs of free slots, by state." },
+  { "thin_free_clean_runs", "thin_runs_free", "state=\"clean\"", NULL, 1, NULL },
+  { "thin_free_pending_largest", "thin_largest_run_free_slots", "state=\"pending_discard\"", "gauge", 1, "Thin mode: the largest run of free slots whose discard may be pending." },
   { "thin_allocated", "thin_allocated_total", NULL, "counter", 1, "Thin mode: slots allocated." },
   { "thin_reused", "thin_reused_total", NULL, "counter", 1, "Thin mode: slots reused while their discard was pending." },
   { "thin_enospc", "thin_enospc_total", NULL, "counter", 1, "Thin mode: writes failed for want of a free slot." },
+  { "thin_zero_fills", "thin_zero_fills_total", NULL, "counter", 1, "Thin mode: zero requests filling the uncovered part of a new slot." },
+  { "thin_map_bytes", "thin_map_bytes", NULL, "gauge", 1, "Thin mode: memory of the map of runs." },
+  { "thin_memory_bytes", "thin_memory_bytes", NULL, "gauge", 1, "Thin mode: memory of the map and the free space maps." },
   { "thin_commits", "thin_commits_total", NULL, "counter", 1, "Thin mode: journal commits." },
   { "thin_journal_bytes", "thin_journal_bytes", NULL, "gauge", 1, "Thin mode: size of the meta file." },
   { "thin_checkpoints", "thin_checkpoints_total", NULL, "counter", 1, "Thin mode: checkpoints written." },

@@ -15,7 +15,7 @@
 void
 volume_config_init (struct volume_config *cfg)
 {
-  *cfg = (struct volume_config) { .slot = 64 * 1024 };
+  *cfg = (struct volume_config) { .slot = 0 };
 }
 
 void
@@ -26,18 +26,22 @@ volume_config_free (struct volume_config *cfg)
 }
 
 /* Thin slots: at least a sector, at most 1 GiB (one slot is zero-filled
- * and discarded in one piece).
+ * and discarded in one piece); auto (0) is chosen at open.
  */
 static int
 set_slot (const char *key, const char *value, uint64_t *out)
 {
   uint64_t n;
 
+  if (strcmp (value, "auto") == 0) {
+    *out = 0;
+    return 0;
+  }
   if (parse_size (key, value, &n) == -1)
     return -1;
   if (!is_power_of_2 (n) || n < 512 || n > (UINT64_C (1) << 30)) {
-    dc_error ("%s=%s: invalid value: expected a power of two from 512 to 1G, "
-              "such as 64k", key, value);
+    dc_error ("%s=%s: invalid value: expected auto, or a power of two from "
+              "512 to 1G, such as 4k", key, value);
     errno = EINVAL;
     return -1;
   }

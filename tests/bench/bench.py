@@ -146,7 +146,7 @@ def record(args):
 def wall_time(meta):
     """The run's wall time, and each workload's where the run noted it."""
     took = meta.get("took") or {}
-    parts = ["%s %s s" % (w, took[w]) for w in ("mixed", "fs", "datapath", "memory", "extmap") if w in took]
+    parts = ["%s %s s" % (w, took[w]) for w in ("mixed", "fs", "datapath", "memory", "extmap", "thin") if w in took]
     return "%s s%s" % (meta.get("elapsed", "?"), " (%s)" % ", ".join(parts) if parts else "")
 
 
@@ -591,7 +591,7 @@ def thin_note(t, case, out):
     identity mode and passthrough, on the same churn."""
     why = t.why_not(case, "thin")
     if why:
-        out.append("Thin mode (`thin=on slot=64K`): %s in this build, so its key figure, "
+        out.append("Thin mode (`thin=on`): %s in this build, so its key figure, "
                    "device discard commands against identity mode (*discardcache*: %s) and "
                    "passthrough (*nbdkit nbd*: %s), is still to be measured: rerun "
                    "`make bench` once it is.\n"
@@ -609,7 +609,7 @@ def thin_note(t, case, out):
                             fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1), cname(c),
                             fmt_rel(t.rel(case, "thin", c, "dev_discards"))))
     reused = t.med(case, "thin", "dc_thin_reused")
-    out.append("Thin mode (`thin=on slot=64K`): the device received %s discard commands, "
+    out.append("Thin mode (`thin=on`): the device received %s discard commands, "
                "%s MiB, on the same churn, against %s%s.\n"
                % (fmt(thin, 0), fmt((t.med(case, "thin", "dev_bytes") or 0) / MiB, 1),
                   "; ".join(parts) or "–",
@@ -622,7 +622,7 @@ def report_datapath(t, out, targets):
         "The same prefilled file served by `nbdkit file` and by discardcache "
         "(`backend=FILE`); no TRIMs; the file is synced between runs, and the "
         "contenders swap places every run. × is discardcache to nbdkit file, as in "
-        "section 1. *thin* is discardcache `thin=on slot=64K` on one map, filled through "
+        "section 1. *thin* is discardcache `thin=on` (`slot=auto`: 4 KiB here) on one map, filled through "
         "it once before the first run (1 MiB sequential writes) so that its reads reach "
         "the file as the others' do, and kept from run to run.")):
         return
@@ -735,6 +735,148 @@ def write_rows(t, case, jobs, latencies):
 
 def runs_note(n):
     return "median of %d runs" % n if n > 1 else "one run"
+
+
+THIN_CHURN_HEAD = ["contender", "churn s", "× identity", "fstrim s", "TRIMs sent", "device discards: churn",
+                   "fstrim", "final flush", "total", "× identity", "device MiB", "× identity",
+                   "slots reused", "zero-fills", "files intact", "xfs_repair -n after restart"]
+
+
+def thin_churn_row(t, case, c):
+    """A row of section 6's churn table: contender C's medians."""
+    sent, _ = trims_sent(t, case, c)
+    flush = t.med(case, c, "dev_discards_flush")
+    if flush is not None and t.med(case, c, "dev_discards_stop") is not None:
+        flush += t.med(case, c, "dev_discards_stop")
+    runs = t.reps(case, c)
+    intact = "%d of %d runs" % (sum(1 for r in runs if r.get("intact") == 1), len(runs))
+    repair = "–" if c != "thin" else "clean in %d of %d runs" % (
+        sum(1 for r in runs if r.get("repair_ok") == 1), len(runs))
+    return [cname(c), fmt(t.med(case, c, "churn_s")),
+            fmt_rel(t.rel(case, c, "dc", "churn_s")) if c != "dc" else "1",
+            fmt(t.med(case, c, "fstrim_s")),
+            fmt(sent, 0), fmt(t.med(case, c, "dev_discards_churn"), 0),
+            fmt(t.med(case, c, "dev_discards_fstrim"), 0), fmt(flush, 0),
+            fmt(t.med(case, c, "dev_discards"), 0),
+            fmt_rel(t.rel(case, c, "dc", "dev_discards")) if c != "dc" else "1",
+            fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1),
+            fmt_rel(t.rel(case, c, "dc", "dev_bytes")) if c != "dc" else "1",
+            fmt(t.med(case, c, "dc_thin_reused"), 0) if c == "thin" else "–",
+            fmt(t.med(case, c, "dc_thin_zero_fills"), 0) if c == "thin" else "–",
+            intact, repair]
+
+
+def thin_churn_targets(t, case, targets):
+    where = "6. thin, " + case
+    r_cmd = t.rel(case, "thin", "dc", "dev_discards")
+    r_bytes = t.rel(case, "thin", "dc", "dev_bytes")
+    runs = t.reps(case, "thin") + t.reps(case, "dc")
+    targets.append((where, verdict(
+        r_cmd[0] is not None and r_cmd[0] <= 0.5,
+        "thin mode's device discard commands %s identity mode's (target ≤ 0.5x)" % fmt_rel(r_cmd, 2))))
+    targets.append((where, verdict(
+        r_bytes[0] is not None and r_bytes[0] <= 1,
+        "thin mode's device discard bytes %s identity mode's (target ≤ 1x)" % fmt_rel(r_bytes, 2))))
+    targets.append((where, verdict(
+        all(r.get("intact") == 1 for r in runs) and
+        all(r.get("repair_ok") == 1 for r in t.reps(case, "thin")),
+        "every file intact in every run; thin mode's xfs_repair -n clean and files intact "
+        "after a restart from meta= in every run")))
+
+
+def report_thin(t, out, targets):
+    if not section(t, out, "6. Thin mode against identity mode", (
+        "Thin mode (`thin=on meta=FILE`, `slot=auto`: 4 KiB here, a fresh map each run) and identity "
+        "mode (*discardcache*, default keys), on the same workloads. The XFS churns run "
+        "as in section 2 (the slow-TRIM device on a sparse file, nbdfuse + loop, `-o "
+        "discard`, churn, fstrim, every file checked, final flush); thin mode's device "
+        "is then served again from its meta file, and `xfs_repair -n`, a mount and "
+        "the file checksums must all pass. *device discards* are the commands the "
+        "device started (its log); × is to identity mode, with the spread of one run "
+        "to the identity run next to it in brackets. *zero-fills* are the zero "
+        "requests thin mode sent to fill new slots around a first write (`thin_zero_fills`).")):
+        return
+    churns = [c for c in t.cases if c.startswith("XFS")]
+    for case in churns:
+        out.append("### %s\n" % case)
+        out.append(md_table(THIN_CHURN_HEAD, [thin_churn_row(t, case, c) for c in t.ran(case)]))
+        out.append("")
+        if t.reps(case, "thin") and t.reps(case, "dc"):
+            thin_churn_targets(t, case, targets)
+    report_thin_writes(t, out, targets)
+    report_thin_memory(t, out, targets)
+
+
+def report_thin_writes(t, out, targets):
+    cases = [c for c in t.cases if c.startswith("4 KiB")]
+    if not cases:
+        return
+    out.append("### 4 KiB random writes, QD 8, on a fresh device\n")
+    out.append("fio's nbd engine, `rw=randwrite bs=4k iodepth=8` over the first GiB, each "
+               "run on a freshly started device (thin mode: a fresh map): the "
+               "one-command-at-a-time model of section 1 with and without its log filter, "
+               "and a 1 GiB sparse file. Thin mode asks the backend at start which slots "
+               "read as zeros (NBD block status, a file's holes) and zero-fills none of "
+               "those.\n")
+    rows = []
+    for case in cases:
+        r = t.rel(case, "thin", "dc", "writes_write_iops")
+        rows.append([case, fmt(t.med(case, "dc", "writes_write_iops")),
+                     fmt(t.med(case, "thin", "writes_write_iops")), fmt_rel(r),
+                     fmt(t.med(case, "dc", "writes_write_p99")),
+                     fmt(t.med(case, "thin", "writes_write_p99")),
+                     fmt(t.med(case, "thin", "dc_thin_zero_fills"), 0)])
+        if r[0] is not None:
+            targets.append(("6. thin, " + case, verdict(
+                r[0] >= 0.9, "thin mode's write IOPS %s identity mode's (target ≥ 0.9x)" % fmt_rel(r, 3))))
+    out.append(md_table(["case", "identity IOPS", "thin IOPS", "×", "identity p99 ms",
+                         "thin p99 ms", "thin zero-fills"], rows))
+    out.append("")
+
+
+def report_thin_memory(t, out, targets):
+    start = "memory at start"
+    if t.reps(start, "thin"):
+        rss = t.med(start, "thin", "rss")
+        out.append("### Memory\n")
+        out.append("VmRSS of nbdkit after one connection (a 4 KiB read), on a 1 GiB sparse "
+                   "file: identity mode %s MiB; thin mode exporting `size=64T` in 64 KiB "
+                   "slots (a billion logical slots) %s MiB, of which its maps %s KiB "
+                   "(`thin_memory_bytes`).\n"
+                   % (fmt((t.med(start, "dc", "rss") or 0) / MiB, 1), fmt(rss / MiB, 1),
+                      fmt((t.med(start, "thin", "dc_thin_memory_bytes") or 0) / 1024, 0)))
+        targets.append(("6. thin, memory", verdict(
+            rss < 64 * MiB, "VmRSS at the start of size=64T slot=64k: %.1f MiB (target < 64 MiB)" % (rss / MiB))))
+    bt = t.reps("bench-thin", "thin")
+    if not bt:
+        return
+    r = bt[-1]
+    out.append("`tests/bench/bench-thin %s` (one run): a map of %s runs (logical slot 2i "
+               "on physical 2i: none join), its checkpoint, thin mode opening it over a "
+               "sparse file, and the allocator beside many pending runs (lone freed slots "
+               "whose discard the engine still holds).\n" % (r.get("args", ""), fmt(r.get("map_runs"), 0)))
+    out.append(md_table(["figure", "value"], [
+        ["map bytes per mapped run (built in order, as a checkpoint loads)", fmt(r.get("map_bytes_per_run"), 1)],
+        ["the same map built in random order", fmt(r.get("map_bytes_per_run_random"), 1)],
+        ["all maps' bytes per run (mapped and free)", fmt(r.get("memory_bytes_per_run"), 1)],
+        ["checkpoint size, bytes", fmt(r.get("checkpoint_bytes"), 0)],
+        ["open (load) of the checkpoint, s", fmt(r.get("load_s"), 3)],
+        ["best-fit pick + take, 1000 pending runs, ns", fmt(r.get("pick_ns_small"), 0)],
+        ["best-fit pick + take, %s pending runs, ns" % fmt(r.get("pending_runs"), 0), fmt(r.get("pick_ns_large"), 0)],
+        ["4 KiB write into a new slot (volume_pwrite), 1000 pending runs, µs", fmt(r.get("alloc_us_small"), 2)],
+        ["the same, %s pending runs, µs" % fmt(r.get("pending_runs"), 0), fmt(r.get("alloc_us_large"), 2)],
+    ]))
+    out.append("")
+    worst = max(r.get("map_bytes_per_run", 99), r.get("map_bytes_per_run_random", 0))
+    targets.append(("6. thin, memory", verdict(
+        worst <= 32, "%.1f bytes per mapped run, %.1f built in random order (target ≤ 32)"
+        % (r.get("map_bytes_per_run", 0), r.get("map_bytes_per_run_random", 0)))))
+    targets.append(("6. thin, memory", verdict(
+        r.get("load_s", 99) < 2, "a checkpoint of %s runs loads in %.2f s (target < 2 s)" % (fmt(r.get("map_runs"), 0), r.get("load_s", 0)))))
+    small, large = r.get("alloc_us_small"), r.get("alloc_us_large")
+    if small and large:
+        targets.append(("6. thin, allocator", verdict(
+            large <= 3 * small, "a new slot costs %.1f µs beside the many pending runs, %.1f µs beside 1000 (target: not linear in the runs, ≤ 3x)" % (large, small))))
 
 
 def plot_data(t, outdir):
@@ -851,12 +993,14 @@ def report(args):
     meta = ([r for r in records if r.get("workload") == "meta"] or [{}])[-1]
     mixed, fs = Table(records, "mixed"), Table(records, "fs")
     dp, mem = Table(records, "datapath"), Table(records, "memory")
+    thin = Table(records, "thin")
     targets = []
     body = []
     report_mixed(mixed, body, targets)
     report_fs(fs, body, targets)
     report_datapath(dp, body, targets)
     report_memory(mem, body, targets)
+    report_thin(thin, body, targets)
     pngs = write_plots(mixed, fs, args.outdir, os.path.dirname(os.path.abspath(args.markdown)), meta)
 
     out = [BEGIN, "# Benchmarks: what discardcache buys and what it costs\n"]
@@ -892,7 +1036,7 @@ def report(args):
         "discardcache shows alone. *nbdkit nbd*: every TRIM passed "
         "straight to the device, what users run today. *discardcache*: default keys "
         "(delay=30s, idle=200ms, budget=2ms). *discardcache passthrough=true*: our own overhead "
-        "without the cache. *discardcache thin=on*: thin mode (`thin=on slot=64K "
+        "without the cache. *discardcache thin=on*: thin mode (`thin=on "
         "meta=FILE`, a fresh map each run; in section 3 one map kept from run to run), where the build has it (this run: %s). *discardfuse* "
         "(filesystem rows): the FUSE front-end with default keys in place of nbdkit + "
         "nbdfuse, and *no discard (discardfuse)* the same without `-o discard`. "

@@ -99,7 +99,7 @@ bench_device ()
 #   nbd        nbdkit nbd: every TRIM passed straight to the device
 #   dc         nbdkit discardcache, default keys
 #   dc-pt      nbdkit discardcache passthrough=true: our overhead alone
-#   thin       nbdkit discardcache thin=on slot=64K meta=DIR/NAME.meta
+#   thin       nbdkit discardcache thin=on meta=DIR/NAME.meta (slot=auto)
 #              (issue 8); only where bench_thin_probe found it built.  A
 #              fresh map each start, unless BENCH_KEEP_META=yes
 #   fuse       discardfuse (default keys) instead of nbdkit + nbdfuse: the
@@ -134,7 +134,7 @@ bench_contender ()
     thin)
         # A fresh map, unless the caller keeps one (BENCH_KEEP_META=yes).
         [ "${BENCH_KEEP_META:-}" = yes ] || rm -f "$BENCH_DIR/$name.meta"
-        bench_start "$name" "${dc[@]}" thin=on slot=64K meta="$BENCH_DIR/$name.meta" "$@" ;;
+        bench_start "$name" "${dc[@]}" thin=on meta="$BENCH_DIR/$name.meta" "$@" ;;
     fuse|fuse-nodiscard)
         bench_fuse "$name" "$BENCH_DIR/stack/fuse" backend="$backend" \
             statsfile="$BENCH_DIR/$name.stats.json" ctl="$BENCH_DIR/$name.ctl" "$@" ;;
@@ -206,7 +206,7 @@ bench_thin_probe ()
     truncate -s 64M "$1"
     rm -f "$1.meta"
     if timeout 60 "$NBDKIT" -U - --run true "$PLUGIN" backend="$1" ctl=none \
-           thin=on slot=64K meta="$1.meta" >/dev/null 2>"$err"; then
+           thin=on meta="$1.meta" >/dev/null 2>"$err"; then
         BENCH_THIN=yes
     elif grep -q "unknown parameter 'thin'" "$err"; then
         BENCH_THIN="not built"

@@ -19,3 +19,11 @@ bench-pacing: all tests/filters/nbdkit-trimcost-filter.la
 	$(top_srcdir)/tests/bench/pacing '$(abs_top_builddir)'
 EXTRA_DIST += tests/bench/pacing tests/bench/pacing-report.py \
 	docs/benchmarks-pacing.md docs/bench-pacing-backlog.png
+
+# Thin mode's microbenchmark (map memory, checkpoint load, allocator
+# cost with many pending runs): the thin workload of tests/bench/run.
+EXTRA_PROGRAMS += tests/bench/bench-thin
+bench_programs += tests/bench/bench-thin$(EXEEXT)
+CLEANFILES += tests/bench/bench-thin$(EXEEXT)
+tests_bench_bench_thin_SOURCES = tests/bench/bench-thin.c
+tests_bench_bench_thin_LDADD = libvolume.la libdclogstderr.la

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: libFuzzer target for thin mode's meta file loader
- * (volume/thin/thin-journal.c, thin-map.c), on a buffer as the volume reads
- * it: the input as is, then with the checkpoint's and every record's
- * checksum fixed up so that mutations reach the map and the replay.
- * Whatever recovers must map no physical slot twice, and the journal
- * must end on a record boundary within the input.
+ * (volume/thin/thin-journal.c, thin-meta-v1.c, thin-map.c), on a buffer
+ * as the volume reads it: the input as is, then with the checkpoint's
+ * and every record's checksum fixed up (for the version the input
+ * says) so that mutations reach the runs and the replay.  Whatever
+ * recovers must map no physical slot twice, its free set must be
+ * exactly the slots no run maps, and the journal must end on a record
+ * boundary within the input.
  *
- * FUZZ_WRITE_SEEDS=DIR fuzz-thin writes the seed corpus (valid meta
- * files) to DIR and exits: that is how tests/fuzz/corpus-thin was made.
+ * FUZZ_WRITE_SEEDS=DIR fuzz-thin writes the version 2 seeds (valid meta
+ * files) to DIR and exits: that is how tests/fuzz/corpus-thin was made;
+ * its version 1 seed is tests/unit/thin-meta-v1.img (the same
+ * identity: 32 logical slots of 64 KiB on 16 physical ones, backend
+ * "mem").
  */
 #include <config.h>
 
@@ -26,13 +31,42 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 
 #define CHECK(cond) do { if (!(cond)) { fprintf (stderr, "fuzz: %s\n", #cond); abort (); } } while (0)
-#define NLOGICAL 64
-#define NPHYS 32
+#define NLOGICAL 32
+#define NPHYS 16
 
 static const struct thin_meta_id id = {
-  .slot = 4096, .size = NLOGICAL * 4096, .backend_size = NPHYS * 4096,
-  .backend = { .kind = "nbd", .name = "nbd+unix:///?socket=/fuzz" },
+  .slot = 65536, .size = NLOGICAL * 65536, .backend_size = NPHYS * 65536,
+  .backend = { .kind = "mem", .name = "mem" },
 };
+
+/* Every slot is either mapped by exactly one run or free. */
+static void
+check_map (const struct thin_map *m, const struct extmap *free_set)
+{
+  unsigned char owner[NPHYS] = { 0 };
+  uint64_t mapped = 0, n;
+  struct extent x;
+
+  for (uint64_t l = 0; l < NLOGICAL; l += n) {
+    uint32_t p;
+
+    if (!thin_map_lookup (m, l, NLOGICAL - l, &p, &n))
+      continue;
+    for (uint64_t i = 0; i < n; i++) {
+      CHECK (p + i < NPHYS && owner[p + i] == 0);
+      owner[p + i] = 1;
+    }
+    mapped += n;
+  }
+  CHECK (mapped == m->mapped);
+  for (uint64_t p = 0; extmap_find_from (free_set, p, &x); p = x.offset + x.length)
+    for (uint64_t i = x.offset; i < x.offset + x.length; i++) {
+      CHECK (i < NPHYS && owner[i] == 0);
+      owner[i] = 2;
+    }
+  for (unsigned p = 0; p < NPHYS; p++)
+    CHECK (owner[p] != 0);
+}
 
 static void
 recover (const uint8_t *data, size_t size)
@@ -43,50 +77,44 @@ recover (const uint8_t *data, size_t size)
 
   CHECK (thin_map_init (&m, NLOGICAL, NPHYS) == 0);
   if (thin_meta_recover (data, size, &id, &m, &rec, why, sizeof why) == 0) {
-    bool seen[NPHYS] = { false };
-    uint64_t mapped = 0;
+    size_t rsize = rec.version == 1 ? THIN_V1_RECORD_SIZE : THIN_RECORD_SIZE;
 
     CHECK (rec.valid_len <= size);
     CHECK (rec.valid_len >= rec.checkpoint_len);
-    CHECK ((rec.valid_len - rec.checkpoint_len) % THIN_RECORD_SIZE == 0);
-    for (uint64_t l = 0; l < NLOGICAL; l++) {
-      uint32_t p = m.l2p[l];
-
-      if (p == THIN_UNMAPPED)
-        continue;
-      CHECK (p < NPHYS && !seen[p]);
-      seen[p] = true;
-      mapped++;
-    }
-    CHECK (mapped == m.mapped);
+    CHECK ((rec.valid_len - rec.checkpoint_len) % rsize == 0);
+    check_map (&m, rec.free);
+    extmap_free (rec.free);
   }
-  else
+  else {
     CHECK (why[0] != '\0');
+    CHECK (rec.free == NULL);
+  }
   thin_map_free (&m);
 }
 
-/* The checkpoint's CRC (offset 96, over header, name and payload with
- * the field as 0) and each record's, recomputed.
+/* The checkpoint's CRC (over header, name and payload, the field as 0)
+ * and each record's, recomputed for the version in the header.
  */
 static void
 fix_checksums (uint8_t *p, size_t size)
 {
-  static const unsigned char zero[4];
+  bool v1 = size >= 12 && get32 (p + 8) == 1;
+  size_t hsize = v1 ? THIN_V1_HEADER_SIZE : THIN_HEADER_SIZE;
+  size_t crc_off = v1 ? 96 : 108, name_off = v1 ? 100 : 104;
+  size_t pay_off = v1 ? 80 : 88;
+  size_t rsize = v1 ? THIN_V1_RECORD_SIZE : THIN_RECORD_SIZE;
   uint64_t end, namelen, paylen;
-  uint32_t crc;
 
-  if (size < THIN_HEADER_SIZE)
+  if (size < hsize)
     return;
-  namelen = get32 (p + 100);
-  paylen = get64 (p + 80);
+  namelen = get32 (p + name_off);
+  paylen = get64 (p + pay_off);
   if (namelen > size || paylen > size ||
-      (end = THIN_HEADER_SIZE + namelen + paylen) > size)
+      (end = hsize + namelen + paylen) > size)
     return;
-  crc = crc32c (0, p, 96);
-  crc = crc32c (crc, zero, 4);
-  put32 (p + 96, crc32c (crc, p + 100, end - 100));
-  for (; end + THIN_RECORD_SIZE <= size; end += THIN_RECORD_SIZE)
-    put32 (p + end + 20, crc32c (0, p + end, 20));
+  put32 (p + crc_off, thin_checkpoint_crc (p, end, crc_off));
+  for (; end + rsize <= size; end += rsize)
+    put32 (p + end + rsize - 4, crc32c (0, p + end, rsize - 4));
 }
 
 int
@@ -104,7 +132,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 }
 
 static void
-write_seed (const char *dir, const char *name, const uint32_t *l2p,
+write_seed (const char *dir, const char *name, const struct thin_map *m,
             const struct thin_record *recs, size_t nrecs)
 {
   char path[4096];
@@ -112,7 +140,7 @@ write_seed (const char *dir, const char *name, const uint32_t *l2p,
   size_t len;
   FILE *fp;
 
-  CHECK (thin_checkpoint_encode (&id, l2p, NLOGICAL, 1, 8, 0, &img, &len) == 0);
+  CHECK (thin_checkpoint_encode (&id, m->runs, 1, 0, &img, &len) == 0);
   snprintf (path, sizeof path, "%s/%s", dir, name);
   fp = fopen (path, "w");
   CHECK (fp != NULL);
@@ -131,21 +159,23 @@ int
 LLVMFuzzerInitialize (int *argc, char ***argv)
 {
   const char *dir = getenv ("FUZZ_WRITE_SEEDS");
-  uint32_t empty[NLOGICAL], some[NLOGICAL];
+  struct thin_map empty, some;
   static const struct thin_record recs[] = {
-    { THIN_REC_MAP, 8, 1, 10 }, { THIN_REC_MAP, 9, 2, 11 },
-    { THIN_REC_UNMAP, 8, 3, 10 }, { THIN_REC_MAP, 8, 4, 40 },
-    { THIN_REC_UNMAP, 3, 5, 3 },
+    { THIN_REC_MAP, 2, 1, 10, 8 }, { THIN_REC_MAP, 1, 2, 12, 11 },
+    { THIN_REC_UNMAP, 1, 3, 11, 9 }, { THIN_REC_MAP, 1, 4, 20, 9 },
+    { THIN_REC_UNMAP, 3, 5, 1, 1 },
   };
 
   if (dir == NULL)
     return 0;
-  memset (empty, 0xff, sizeof empty);
-  memcpy (some, empty, sizeof some);
-  for (uint32_t l = 0; l < 8; l++)
-    some[l] = l;
-  write_seed (dir, "empty", empty, NULL, 0);
-  write_seed (dir, "mapped", some, NULL, 0);
-  write_seed (dir, "journal", some, recs, sizeof recs / sizeof recs[0]);
+  CHECK (thin_map_init (&empty, NLOGICAL, NPHYS) == 0);
+  CHECK (thin_map_init (&some, NLOGICAL, NPHYS) == 0);
+  CHECK (thin_map_add (&some, 0, 6, 0) == 0);
+  CHECK (thin_map_add (&some, 30, 2, 14) == 0);
+  write_seed (dir, "empty", &empty, NULL, 0);
+  write_seed (dir, "mapped", &some, NULL, 0);
+  write_seed (dir, "journal", &some, recs, sizeof recs / sizeof recs[0]);
+  thin_map_free (&empty);
+  thin_map_free (&some);
   exit (0);
 }

@@ -34,6 +34,7 @@ mem_pwrite (struct backend *b, const void *buf, uint32_t count,
 
   pthread_mutex_lock (&m->lock);
   memcpy (m->data + offset, buf, count);
+  m->write_calls++;
   pthread_mutex_unlock (&m->lock);
   return 0;
 }
@@ -46,6 +47,7 @@ mem_zero (struct backend *b, uint64_t offset, uint64_t length, bool may_trim,
 
   pthread_mutex_lock (&m->lock);
   memset (m->data + offset, 0, length);
+  m->zero_calls++;
   pthread_mutex_unlock (&m->lock);
   return 0;
 }
@@ -101,6 +103,43 @@ mem_close (struct backend *b)
   free (m);
 }
 
+#define MEM_BLOCK 4096
+
+static bool
+block_is_zero (const unsigned char *p)
+{
+  for (unsigned i = 0; i < MEM_BLOCK; i++)
+    if (p[i])
+      return false;
+  return true;
+}
+
+static int
+mem_extents (struct backend *b, uint64_t offset, uint64_t length,
+             backend_extent_fn fn, void *opaque)
+{
+  struct mem_backend *m = to_mem (b);
+  uint64_t end = offset + length, pos = offset;
+
+  while (pos < end) {
+    uint64_t run = pos;
+    bool zero;
+
+    pthread_mutex_lock (&m->lock);
+    zero = block_is_zero (m->data + pos / MEM_BLOCK * MEM_BLOCK);
+    while (run < end &&
+           block_is_zero (m->data + run / MEM_BLOCK * MEM_BLOCK) == zero)
+      run = (run / MEM_BLOCK + 1) * MEM_BLOCK;
+    pthread_mutex_unlock (&m->lock);
+    run = run < end ? run : end;
+    if (fn (pos, run - pos, zero ? BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO
+            : 0, opaque) == -1)
+      return -1;
+    pos = run;
+  }
+  return 0;
+}
+
 static const struct backend_ops mem_ops = {
   .kind = "mem",
   .pread = mem_pread,
@@ -111,6 +150,13 @@ static const struct backend_ops mem_ops = {
   .close = mem_close,
 };
 
+void
+mem_backend_enable_extents (struct mem_backend *m)
+{
+  m->ops.extents = mem_extents;
+  m->b.limits.can_extents = true;
+}
+
 struct mem_backend *
 mem_backend_new (uint64_t size, uint32_t granularity, uint64_t max_discard)
 {
@@ -119,7 +165,8 @@ mem_backend_new (uint64_t size, uint32_t granularity, uint64_t max_discard)
   if (m == NULL || (m->data = calloc (1, size)) == NULL)
     abort ();
   pthread_mutex_init (&m->lock, NULL);
-  m->b.ops = &mem_ops;
+  m->ops = mem_ops;
+  m->b.ops = &m->ops;
   m->b.size = size;
   m->b.limits = (struct backend_limits) {
     .can_discard = true, .can_zero = true, .can_flush = true,

@@ -21,6 +21,7 @@ struct mem_discard {
 
 struct mem_backend {
   struct backend b;
+  struct backend_ops ops;      /* b.ops: this backend's own copy */
   unsigned char *data;
   pthread_mutex_t lock;
   struct mem_discard calls[MEM_MAX_CALLS];
@@ -34,12 +35,20 @@ struct mem_backend {
    */
   void (*on_discard) (void *opaque);
   void *on_discard_opaque;
+  unsigned zero_calls;         /* zero requests received */
+  unsigned write_calls;        /* writes received */
 };
 
 /* A backend of size bytes with the given discard granularity and limit. */
 extern struct mem_backend *mem_backend_new (uint64_t size,
                                             uint32_t granularity,
                                             uint64_t max_discard);
+
+/* Report extents (before the engine opens it): each run of 4 KiB
+ * blocks that hold only zeros is a hole that reads as zeros, as a
+ * sparse file's would be.
+ */
+extern void mem_backend_enable_extents (struct mem_backend *m);
 
 /* Copy of the recorded discards; returns how many. */
 extern unsigned mem_backend_calls (struct mem_backend *m,

@@ -37,7 +37,8 @@ assert_identity (struct backend *b)
   check_limits_sane (b);
   assert_false (b->limits.discard_zeroes);
   assert_false (b->limits.zero_unmaps);
-  assert_false (b->limits.can_extents);
+  /* nbdkit always offers base:allocation. */
+  assert_true (b->limits.can_extents);
 }
 
 static void
@@ -87,6 +88,46 @@ test_rw_io (void **state)
   /* The whole device at once, as mkfs does. */
   assert_int_equal (b->ops->discard (b, 0, SIZE, false), 0);
   assert_zeroes (b, 0, MiB);
+}
+
+/* Block status: what thin mode asks at start to know which slots read
+ * as zeros.  The memory plugin reports what was never written as a
+ * hole; a request beyond one answer is asked again where it ended.
+ */
+struct seen {
+  uint64_t end, data, holes;
+};
+
+static int
+see_extent (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
+{
+  struct seen *s = opaque;
+
+  assert_int_equal (offset, s->end);
+  s->end = offset + length;
+  if (type == (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO))
+    s->holes += length;
+  else if (type == 0)
+    s->data += length;
+  return 0;
+}
+
+static void
+test_rw_extents (void **state)
+{
+  struct backend *b = *state;
+  struct seen s = { .end = 8 * MiB };
+
+  assert_int_equal (b->ops->discard (b, 0, SIZE, false), 0);
+  write_pattern (b, 9 * MiB, MiB, false);
+  assert_int_equal (b->ops->extents (b, 8 * MiB, 4 * MiB, see_extent, &s), 0);
+  assert_int_equal (s.end, 12 * MiB);
+  assert_int_equal (s.data, MiB);
+  assert_int_equal (s.holes, 3 * MiB);
+  s = (struct seen) { .end = 0 };
+  assert_int_equal (b->ops->extents (b, 0, SIZE, see_extent, &s), 0);
+  assert_int_equal (s.end, SIZE);
+  assert_int_equal (s.data, MiB);
 }
 
 static void
@@ -228,6 +269,7 @@ main (int argc, char *argv[])
     cmocka_unit_test (test_open_errors),
     backend_unit_test (test_rw_limits),
     backend_unit_test (test_rw_io),
+    backend_unit_test (test_rw_extents),
     backend_unit_test (test_rw_range_errors),
   };
   const struct CMUnitTest ro[] = {

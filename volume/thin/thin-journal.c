@@ -1,102 +1,139 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's meta file format (see thin.h for the
- * layout): the checkpoint image and the journal records, encoded and
- * recovered in memory so that tests can cut an image anywhere.
+/* discardcache: thin mode's meta file format, version 2 (see thin.h for
+ * the layout): the checkpoint, a list of runs, and the journal records,
+ * each a run; encoded and recovered in memory so that tests can cut an
+ * image anywhere.  Version 1 images go to thin-meta-v1.c.
  */
 #include <config.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <zstd.h>
 
+#include "arith.h"
 #include "crc32c.h"
+#include "grow.h"
 #include "le.h"
 #include "log.h"
 #include "thin.h"
+#include "varint.h"
 
 static const char magic[8] = "DCTHIN";   /* and two NULs */
 
 enum {
   OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12, OFF_SLOT = 16,
   OFF_SIZE = 24, OFF_BSIZE = 32, OFF_KIND = 40, OFF_DEV = 48, OFF_INO = 56,
-  OFF_SEQ = 64, OFF_HW = 72, OFF_NSLOTS = 76, OFF_PAYLEN = 80,
-  OFF_TIME = 88, OFF_CRC = 96, OFF_NAMELEN = 100,
+  OFF_SEQ = 64, OFF_RUNS = 72, OFF_RAWLEN = 80, OFF_PAYLEN = 88,
+  OFF_TIME = 96, OFF_NAMELEN = 104, OFF_CRC = 108,
 };
 
 #define COMPRESSION_LEVEL 3
+/* Bytes one run takes in the payload at most (three varints). */
+#define RUN_MAX_BYTES (3 * VARINT_MAX_BYTES)
+
+static int
+fail (char *why, size_t whylen, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static int
+fail (char *why, size_t whylen, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (why, whylen, fmt, ap);
+  va_end (ap);
+  return -1;
+}
 
 void
 thin_record_encode (const struct thin_record *r,
                     unsigned char out[THIN_RECORD_SIZE])
 {
   put32 (out, r->type);
-  put32 (out + 4, r->phys);
+  put32 (out + 4, r->count);
   put64 (out + 8, r->seq);
-  put32 (out + 16, r->logical);
-  put32 (out + 20, crc32c (0, out, 20));
+  put64 (out + 16, r->logical);
+  put32 (out + 24, r->phys);
+  put32 (out + 28, crc32c (0, out, 28));
 }
 
 int
 thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
                     struct thin_record *r)
 {
-  if (get32 (in + 20) != crc32c (0, in, 20))
+  if (get32 (in + 28) != crc32c (0, in, 28))
     return -1;
   r->type = get32 (in);
-  r->phys = get32 (in + 4);
+  r->count = get32 (in + 4);
   r->seq = get64 (in + 8);
-  r->logical = get32 (in + 16);
-  return r->type == THIN_REC_MAP || r->type == THIN_REC_UNMAP ? 0 : -1;
+  r->logical = get64 (in + 16);
+  r->phys = get32 (in + 24);
+  return (r->type == THIN_REC_MAP || r->type == THIN_REC_UNMAP) &&
+         r->count > 0 ? 0 : -1;
 }
 
-/* The checksum of a checkpoint of len bytes, its CRC field taken as 0. */
-static uint32_t
-checkpoint_crc (const unsigned char *p, size_t len)
+uint32_t
+thin_checkpoint_crc (const unsigned char *p, size_t len, size_t crc_off)
 {
   static const unsigned char zero[4];
-  uint32_t crc = crc32c (0, p, OFF_CRC);
+  uint32_t crc = crc32c (0, p, crc_off);
 
   crc = crc32c (crc, zero, sizeof zero);
-  return crc32c (crc, p + OFF_CRC + 4, len - OFF_CRC - 4);
+  return crc32c (crc, p + crc_off + 4, len - crc_off - 4);
 }
 
-/* The map as deltas of (entry + 1) from the previous one, modulo 2^32:
- * runs of consecutive slots and of unmapped ones become runs of one
- * value, which zstd shrinks to almost nothing.
- */
-static unsigned char *
-delta_encode (const uint32_t *l2p, uint64_t n)
-{
-  unsigned char *raw = malloc (n * 4 + 1);
-  uint32_t prev = 0;
+/* The payload: three varints a run. */
 
-  if (raw == NULL)
-    return NULL;
-  for (uint64_t i = 0; i < n; i++) {
-    put32 (raw + 4 * i, (uint32_t) (l2p[i] + 1 - prev));
-    prev = l2p[i] + 1;
+struct encoder {
+  unsigned char *raw;
+  size_t len, cap;
+  uint64_t lend, pend;              /* where the previous run ended */
+  uint64_t runs;
+};
+
+static uint64_t
+zigzag (int64_t v)
+{
+  return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+}
+
+static int64_t
+unzigzag (uint64_t v)
+{
+  return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
+}
+
+static int
+encode_run (const struct extent *x, void *opaque)
+{
+  struct encoder *enc = opaque;
+
+  if (enc->cap - enc->len < RUN_MAX_BYTES) {
+    unsigned char *raw = grow_array (enc->raw, &enc->cap, 1, 65536);
+
+    if (raw == NULL)
+      return -1;
+    enc->raw = raw;
   }
-  return raw;
+  enc->len += varint_put (enc->raw + enc->len, x->offset - enc->lend);
+  enc->len += varint_put (enc->raw + enc->len, x->length);
+  enc->len += varint_put (enc->raw + enc->len,
+                          zigzag ((int64_t) x->time - (int64_t) enc->pend));
+  enc->lend = x->offset + x->length;
+  enc->pend = x->time + x->length;
+  enc->runs++;
+  return 0;
 }
 
 static void
-delta_decode (const unsigned char *raw, uint64_t n, uint32_t *l2p)
-{
-  uint32_t prev = 0;
-
-  for (uint64_t i = 0; i < n; i++) {
-    prev += get32 (raw + 4 * i);
-    l2p[i] = prev - 1;
-  }
-}
-
-static void
-put_header (unsigned char *p, const struct thin_meta_id *id, uint64_t nlogical,
-            uint64_t next_seq, uint32_t high_water, uint64_t time,
+put_header (unsigned char *p, const struct thin_meta_id *id,
+            const struct encoder *enc, uint64_t next_seq, uint64_t time,
             size_t namelen, size_t payload_len)
 {
   memset (p, 0, THIN_HEADER_SIZE);
@@ -110,77 +147,106 @@ put_header (unsigned char *p, const struct thin_meta_id *id, uint64_t nlogical,
   put64 (p + OFF_DEV, id->backend.dev);
   put64 (p + OFF_INO, id->backend.ino);
   put64 (p + OFF_SEQ, next_seq);
-  put32 (p + OFF_HW, high_water);
-  put32 (p + OFF_NSLOTS, (uint32_t) nlogical);
+  put64 (p + OFF_RUNS, enc->runs);
+  put64 (p + OFF_RAWLEN, enc->len);
   put64 (p + OFF_PAYLEN, payload_len);
   put64 (p + OFF_TIME, time);
   put32 (p + OFF_NAMELEN, (uint32_t) namelen);
 }
 
 int
-thin_checkpoint_encode (const struct thin_meta_id *id, const uint32_t *l2p,
-                        uint64_t nlogical, uint64_t next_seq,
-                        uint32_t high_water, uint64_t time,
-                        void **image, size_t *len)
+thin_checkpoint_encode (const struct thin_meta_id *id,
+                        const struct extmap *runs, uint64_t next_seq,
+                        uint64_t time, void **image, size_t *len)
 {
   size_t namelen = strnlen (id->backend.name, sizeof id->backend.name - 1);
-  size_t bound = ZSTD_compressBound (nlogical * 4);
-  unsigned char *raw = delta_encode (l2p, nlogical);
-  unsigned char *img = malloc (THIN_HEADER_SIZE + namelen + bound);
-  size_t r;
+  struct encoder enc = { .raw = NULL };
+  unsigned char *img = NULL;
+  size_t bound, r;
 
-  if (raw == NULL || img == NULL) {
-    free (raw);
-    free (img);
-    dc_error ("thin: out of memory for a checkpoint");
-    errno = ENOMEM;
-    return -1;
-  }
+  if (extmap_iterate (runs, 0, encode_run, &enc) != 0)
+    goto nomem;
+  bound = ZSTD_compressBound (enc.len);
+  img = malloc (THIN_HEADER_SIZE + namelen + bound);
+  if (img == NULL)
+    goto nomem;
   memcpy (img + THIN_HEADER_SIZE, id->backend.name, namelen);
-  r = ZSTD_compress (img + THIN_HEADER_SIZE + namelen, bound, raw,
-                     nlogical * 4, COMPRESSION_LEVEL);
-  free (raw);
+  r = ZSTD_compress (img + THIN_HEADER_SIZE + namelen, bound, enc.raw,
+                     enc.len, COMPRESSION_LEVEL);
   if (ZSTD_isError (r)) {
     dc_error ("thin: zstd compression failed: %s", ZSTD_getErrorName (r));
+    free (enc.raw);
     free (img);
     errno = EIO;
     return -1;
   }
   *len = THIN_HEADER_SIZE + namelen + r;
-  put_header (img, id, nlogical, next_seq, high_water, time, namelen, r);
-  put32 (img + OFF_CRC, checkpoint_crc (img, *len));
+  put_header (img, id, &enc, next_seq, time, namelen, r);
+  put32 (img + OFF_CRC, thin_checkpoint_crc (img, *len, OFF_CRC));
+  free (enc.raw);
   *image = img;
   return 0;
+
+ nomem:
+  free (enc.raw);
+  free (img);
+  dc_error ("thin: out of memory for a checkpoint");
+  errno = ENOMEM;
+  return -1;
 }
 
-/* Whether the header describes id; the reason in why if not. */
-static int
-check_identity (const unsigned char *p, const struct thin_meta_id *id,
-                char *why, size_t whylen)
+int
+thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
+                     const struct thin_meta_id *id, char *why, size_t whylen)
 {
-  size_t namelen = get32 (p + OFF_NAMELEN);
-  const char *name = (const char *) p + THIN_HEADER_SIZE;
   bool has_inode = id->backend.dev != 0 || id->backend.ino != 0;
 
   if (get64 (p + OFF_SLOT) != id->slot || get64 (p + OFF_SIZE) != id->size)
-    snprintf (why, whylen, "it was created with slot=%" PRIu64 " size=%"
-              PRIu64 ", not slot=%" PRIu64 " size=%" PRIu64,
-              get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot, id->size);
-  else if (strncmp ((const char *) p + OFF_KIND, id->backend.kind,
-                    sizeof id->backend.kind) != 0 ||
-           (has_inode && (get64 (p + OFF_DEV) != id->backend.dev ||
-                          get64 (p + OFF_INO) != id->backend.ino)) ||
-           (!has_inode && (namelen != strlen (id->backend.name) ||
-                           memcmp (name, id->backend.name, namelen) != 0)))
-    snprintf (why, whylen, "it belongs to another backend (%.*s)",
-              (int) namelen, name);
-  else if (get64 (p + OFF_BSIZE) != id->backend_size)
-    snprintf (why, whylen, "the backend was %" PRIu64 " bytes when it was "
-              "created, it is %" PRIu64 " now", get64 (p + OFF_BSIZE),
-              id->backend_size);
-  else
-    return 0;
-  return -1;
+    return fail (why, whylen, "it was created with slot=%" PRIu64 " size=%"
+                 PRIu64 ", not slot=%" PRIu64 " size=%" PRIu64,
+                 get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot,
+                 id->size);
+  if (strncmp ((const char *) p + OFF_KIND, id->backend.kind,
+               sizeof id->backend.kind) != 0 ||
+      (has_inode && (get64 (p + OFF_DEV) != id->backend.dev ||
+                     get64 (p + OFF_INO) != id->backend.ino)) ||
+      (!has_inode && (namelen != strlen (id->backend.name) ||
+                      memcmp (name, id->backend.name, namelen) != 0)))
+    return fail (why, whylen, "it belongs to another backend (%.*s)",
+                 (int) namelen, name);
+  if (get64 (p + OFF_BSIZE) != id->backend_size)
+    return fail (why, whylen, "the backend was %" PRIu64 " bytes when it was "
+                 "created, it is %" PRIu64 " now", get64 (p + OFF_BSIZE),
+                 id->backend_size);
+  return 0;
+}
+
+/* Decode the runs of a decompressed payload into m. */
+static int
+load_runs (const unsigned char *pos, const unsigned char *end, uint64_t runs,
+           struct thin_map *m, char *why, size_t whylen)
+{
+  uint64_t lend = 0, pend = 0;
+
+  for (uint64_t i = 0; i < runs; i++) {
+    uint64_t gap, n, zz, l;
+    int64_t p;
+
+    if (varint_get (&pos, end, &gap) == -1 || varint_get (&pos, end, &n) == -1 ||
+        varint_get (&pos, end, &zz) == -1)
+      return fail (why, whylen, "the checkpoint's run %" PRIu64 " is cut "
+                   "short", i);
+    p = (int64_t) pend + unzigzag (zz);
+    if (ADD_OVERFLOW (lend, gap, &l) || p < 0 || p > THIN_MAX_PHYS ||
+        thin_map_add (m, l, n, (uint32_t) p) == -1)
+      return fail (why, whylen, "the checkpoint's run %" PRIu64 " is out of "
+                   "range or overlaps another", i);
+    lend = l + n;
+    pend = (uint64_t) p + n;
+  }
+  if (pos != end)
+    return fail (why, whylen, "the checkpoint has bytes after its runs");
+  return 0;
 }
 
 /* Check and load the checkpoint at the start of image into m. */
@@ -189,67 +255,49 @@ load_checkpoint (const unsigned char *p, size_t len,
                  const struct thin_meta_id *id, struct thin_map *m,
                  struct thin_recovery *rec, char *why, size_t whylen)
 {
-  uint64_t paylen, nlogical = m->nlogical;
+  uint64_t paylen, rawlen, runs;
   size_t namelen, end;
   unsigned char *raw;
-  uint32_t *l2p;
   size_t r;
-  int ret = -1;
+  int ret;
 
-  if (len < THIN_HEADER_SIZE || memcmp (p, magic, sizeof magic) != 0) {
-    snprintf (why, whylen, "not a discardcache thin meta file");
-    return -1;
-  }
-  if (get32 (p + OFF_VERSION) != THIN_VERSION ||
-      get32 (p + OFF_HSIZE) != THIN_HEADER_SIZE) {
-    snprintf (why, whylen, "format version %" PRIu32 ", expected %d",
-              get32 (p + OFF_VERSION), THIN_VERSION);
-    return -1;
-  }
+  if (len < THIN_HEADER_SIZE || get32 (p + OFF_HSIZE) != THIN_HEADER_SIZE)
+    return fail (why, whylen, "the checkpoint is truncated or corrupt");
   namelen = get32 (p + OFF_NAMELEN);
   paylen = get64 (p + OFF_PAYLEN);
+  rawlen = get64 (p + OFF_RAWLEN);
+  runs = get64 (p + OFF_RUNS);
   if (namelen >= sizeof id->backend.name || paylen > len ||
-      THIN_HEADER_SIZE + namelen + paylen > len) {
-    snprintf (why, whylen, "the checkpoint is truncated or corrupt");
-    return -1;
-  }
+      THIN_HEADER_SIZE + namelen + paylen > len)
+    return fail (why, whylen, "the checkpoint is truncated or corrupt");
   end = THIN_HEADER_SIZE + namelen + paylen;
-  if (get32 (p + OFF_CRC) != checkpoint_crc (p, end)) {
-    snprintf (why, whylen, "the checkpoint is corrupt (checksum mismatch)");
+  if (get32 (p + OFF_CRC) != thin_checkpoint_crc (p, end, OFF_CRC))
+    return fail (why, whylen, "the checkpoint is corrupt (checksum mismatch)");
+  if (thin_check_identity (p, (const char *) p + THIN_HEADER_SIZE, namelen,
+                           id, why, whylen) == -1)
     return -1;
-  }
-  if (check_identity (p, id, why, whylen) == -1)
+  if (runs > m->nlogical || runs > m->nphys || rawlen > runs * RUN_MAX_BYTES)
+    return fail (why, whylen, "the checkpoint's %" PRIu64 " runs in %" PRIu64
+                 " bytes cannot be", runs, rawlen);
+  raw = malloc (rawlen + 1);
+  if (raw == NULL)
+    return fail (why, whylen, "out of memory");
+  r = ZSTD_decompress (raw, rawlen, p + THIN_HEADER_SIZE + namelen, paylen);
+  if (ZSTD_isError (r) || r != rawlen)
+    ret = fail (why, whylen, "the checkpoint does not decompress to its runs");
+  else
+    ret = load_runs (raw, raw + rawlen, runs, m, why, whylen);
+  free (raw);
+  if (ret == -1)
     return -1;
-  if (get32 (p + OFF_NSLOTS) != (uint32_t) nlogical) {
-    snprintf (why, whylen, "the checkpoint has %" PRIu32 " slots, expected %"
-              PRIu64, get32 (p + OFF_NSLOTS), nlogical);
-    return -1;
-  }
-  raw = malloc (nlogical * 4 + 1);
-  l2p = malloc (nlogical * sizeof *l2p + 1);
-  if (raw == NULL || l2p == NULL) {
-    snprintf (why, whylen, "out of memory");
-    goto out;
-  }
-  r = ZSTD_decompress (raw, nlogical * 4, p + THIN_HEADER_SIZE + namelen,
-                       paylen);
-  if (ZSTD_isError (r) || r != nlogical * 4) {
-    snprintf (why, whylen, "the checkpoint does not decompress to the map");
-    goto out;
-  }
-  delta_decode (raw, nlogical, l2p);
-  if (thin_map_load (m, l2p, get32 (p + OFF_HW)) == -1) {
-    snprintf (why, whylen, "the checkpoint maps a slot out of range or twice");
-    goto out;
-  }
+  rec->free = thin_map_free_set (m);
+  if (rec->free == NULL)
+    return fail (why, whylen, errno == ENOMEM ? "out of memory"
+                 : "the checkpoint maps a physical slot twice");
   rec->next_seq = get64 (p + OFF_SEQ);
   rec->checkpoint_time = get64 (p + OFF_TIME);
   rec->checkpoint_len = end;
-  ret = 0;
- out:
-  free (raw);
-  free (l2p);
-  return ret;
+  return 0;
 }
 
 /* Apply records until the first that does not check out: a torn tail
@@ -257,36 +305,65 @@ load_checkpoint (const unsigned char *p, size_t len,
  * checks out but contradicts the map means the file is corrupt.
  */
 int
+thin_replay_records (const unsigned char *p, size_t len, size_t off,
+                     size_t record_size,
+                     int (*decode) (const unsigned char *, struct thin_record *),
+                     struct thin_map *m, struct thin_recovery *rec,
+                     char *why, size_t whylen)
+{
+  for (; off + record_size <= len; off += record_size) {
+    struct thin_record r;
+    int bad;
+
+    if (decode (p + off, &r) == -1 || r.seq != rec->next_seq)
+      break;
+    bad = r.type == THIN_REC_MAP
+          ? thin_map_replay_map (m, rec->free, r.logical, r.count, r.phys)
+          : thin_map_replay_unmap (m, rec->free, r.logical, r.count, r.phys);
+    if (bad)
+      return fail (why, whylen, "journal record %" PRIu64 " (%s logical "
+                   "slots %" PRIu64 "+%" PRIu32 ", physical %" PRIu32 ") %s",
+                   r.seq, r.type == THIN_REC_MAP ? "map" : "unmap",
+                   r.logical, r.count, r.phys,
+                   errno == ENOMEM ? "cannot be replayed: out of memory"
+                   : "contradicts the map");
+    rec->next_seq++;
+    rec->records++;
+  }
+  rec->valid_len = off;
+  return 0;
+}
+
+int
 thin_meta_recover (const void *image, size_t len,
                    const struct thin_meta_id *id, struct thin_map *m,
                    struct thin_recovery *rec, char *why, size_t whylen)
 {
   const unsigned char *p = image;
-  size_t off;
+  int r;
 
   memset (rec, 0, sizeof *rec);
-  if (load_checkpoint (p, len, id, m, rec, why, whylen) == -1)
-    return -1;
-  for (off = rec->checkpoint_len; off + THIN_RECORD_SIZE <= len;
-       off += THIN_RECORD_SIZE) {
-    struct thin_record r;
-    int bad;
-
-    if (thin_record_decode (p + off, &r) == -1 || r.seq != rec->next_seq)
-      break;
-    bad = r.type == THIN_REC_MAP ? thin_map_replay_map (m, r.logical, r.phys)
-                                 : thin_map_replay_unmap (m, r.logical, r.phys);
-    if (bad) {
-      snprintf (why, whylen, "journal record %" PRIu64 " (%s logical slot %"
-                PRIu32 ", physical %" PRIu32 ") contradicts the map",
-                r.seq, r.type == THIN_REC_MAP ? "map" : "unmap", r.logical,
-                r.phys);
-      return -1;
-    }
-    rec->next_seq++;
-    rec->records++;
+  if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
+    return fail (why, whylen, "not a discardcache thin meta file");
+  rec->version = get32 (p + OFF_VERSION);
+  switch (rec->version) {
+  case 1:
+    r = thin_meta_recover_v1 (p, len, id, m, rec, why, whylen);
+    break;
+  case THIN_VERSION:
+    r = load_checkpoint (p, len, id, m, rec, why, whylen);
+    if (r == 0)
+      r = thin_replay_records (p, len, rec->checkpoint_len, THIN_RECORD_SIZE,
+                               thin_record_decode, m, rec, why, whylen);
+    break;
+  default:
+    r = fail (why, whylen, "format version %" PRIu32 ": this discardcache "
+              "reads versions 1 (converted) and %d", rec->version,
+              THIN_VERSION);
   }
-  rec->valid_len = off;
-  thin_map_replay_done (m);
-  return 0;
+  if (r == -1) {
+    extmap_free (rec->free);
+    rec->free = NULL;
+  }
+  return r;
 }

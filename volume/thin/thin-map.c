@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's slot table and allocator (see thin.h).
- * Pure bookkeeping: the caller holds the lock and does the I/O.
+/* discardcache: thin mode's map of runs (see thin.h): logical slot runs
+ * onto physical slot runs in the extent map's B+tree, and the checks
+ * recovery makes with the free set instead of per-slot tables.
  */
 #include <config.h>
 
@@ -9,216 +10,198 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "arith.h"
 #include "log.h"
 #include "thin.h"
 
 int
-thin_map_init (struct thin_map *m, uint64_t nlogical, uint32_t nphys)
+thin_map_init (struct thin_map *m, uint64_t nlogical, uint64_t nphys)
 {
   *m = (struct thin_map) { .nlogical = nlogical, .nphys = nphys };
-  m->l2p = malloc (nlogical * sizeof *m->l2p);
-  m->p2l = calloc (nphys, sizeof *m->p2l);
-  m->pstate = calloc (nphys, sizeof *m->pstate);
-  m->pins = calloc (nphys, sizeof *m->pins);
-  m->freed = malloc (nphys * sizeof *m->freed);
-  if (m->l2p == NULL || m->p2l == NULL || m->pstate == NULL ||
-      m->pins == NULL || m->freed == NULL) {
-    thin_map_free (m);
-    dc_error ("thin: out of memory for a map of %" PRIu64 " logical and %"
-              PRIu32 " physical slots", nlogical, nphys);
+  m->runs = extmap_new_runs ();
+  if (m->runs == NULL) {
+    dc_error ("thin: out of memory for the map");
     errno = ENOMEM;
     return -1;
   }
-  memset (m->l2p, 0xff, nlogical * sizeof *m->l2p);
   return 0;
 }
 
 void
 thin_map_free (struct thin_map *m)
 {
-  free (m->l2p);
-  free (m->p2l);
-  free (m->pstate);
-  free (m->pins);
-  free (m->freed);
-  free (m->undurable);
-  m->l2p = m->p2l = m->pins = m->freed = NULL;
-  m->pstate = NULL;
-  m->undurable = NULL;
+  extmap_free (m->runs);
+  m->runs = NULL;
 }
 
-static void
-set_mapping (struct thin_map *m, uint64_t l, uint32_t p, enum thin_pstate s)
+bool
+thin_map_lookup (const struct thin_map *m, uint64_t l, uint64_t max,
+                 uint32_t *p, uint64_t *n)
 {
-  m->l2p[l] = p;
-  m->p2l[p] = (uint32_t) l;
-  m->pstate[p] = s;
-  m->mapped++;
-}
+  struct extent x;
 
-uint32_t
-thin_map_alloc (struct thin_map *m, uint64_t l, bool *reused)
-{
-  uint32_t p;
-
-  if (m->nfreed > 0) {
-    p = m->freed[--m->nfreed];
-    *reused = true;
+  if (!extmap_find_from (m->runs, l, &x)) {
+    *n = max;
+    return false;
   }
-  else {
-    while (m->next_clean < m->nphys && m->pstate[m->next_clean] != THIN_CLEAN)
-      m->next_clean++;
-    if (m->next_clean == m->nphys)
-      return THIN_UNMAPPED;
-    p = m->next_clean++;
-    *reused = false;
+  if (x.offset > l) {
+    *n = MIN (max, x.offset - l);
+    return false;
   }
-  set_mapping (m, l, p, THIN_INIT);
-  return p;
+  *p = x.time + (uint32_t) (l - x.offset);
+  *n = MIN (max, x.offset + x.length - l);
+  return true;
 }
 
-void
-thin_map_mapped (struct thin_map *m, uint32_t p)
+static bool
+in_range (const struct thin_map *m, uint64_t l, uint64_t n, uint64_t p)
 {
-  m->pstate[p] = THIN_MAPPED;
+  return n > 0 && l < m->nlogical && n <= m->nlogical - l &&
+         p < m->nphys && n <= m->nphys - p;
 }
 
-void
-thin_map_abort (struct thin_map *m, uint32_t p)
-{
-  m->l2p[m->p2l[p]] = THIN_UNMAPPED;
-  m->mapped--;
-  m->pstate[p] = THIN_FREED;
-  m->freed[m->nfreed++] = p;
-}
-
-/* The list grows with the unmaps between two commits, not with the
- * pool: 16 bytes a slot for every slot would double the map's memory.
- */
 int
-thin_map_reserve_unmap (struct thin_map *m)
+thin_map_add (struct thin_map *m, uint64_t l, uint64_t n, uint32_t p)
 {
-  if (m->nundurable == m->capundurable) {
-    void *p = grow_array (m->undurable, &m->capundurable,
-                          sizeof *m->undurable, 64);
+  if (!in_range (m, l, n, p)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (extmap_insert (m->runs, l, n, p) == -1)
+    return -1;
+  m->mapped += n;
+  return 0;
+}
 
-    if (p == NULL) {
-      dc_error ("thin: out of memory for the unmap list");
-      return -1;
+int
+thin_map_remove (struct thin_map *m, uint64_t l, uint64_t n)
+{
+  uint64_t gone;
+
+  if (extmap_remove (m->runs, l, n, &gone) == -1)
+    return -1;
+  m->mapped -= gone;
+  return 0;
+}
+
+size_t
+thin_map_memory (const struct thin_map *m)
+{
+  return extmap_memory (m->runs);
+}
+
+uint64_t
+thin_map_runs (const struct thin_map *m)
+{
+  return extmap_count (m->runs);
+}
+
+/* The free set: the complement of the runs' physical ranges. */
+
+struct phys_run {
+  uint32_t p, n;
+};
+
+struct collect {
+  struct phys_run *a;
+  size_t n;
+};
+
+static int
+collect_run (const struct extent *x, void *opaque)
+{
+  struct collect *c = opaque;
+
+  c->a[c->n++] = (struct phys_run) { x->time, (uint32_t) x->length };
+  return 0;
+}
+
+static int
+by_phys (const void *a, const void *b)
+{
+  const struct phys_run *x = a, *y = b;
+
+  return x->p < y->p ? -1 : x->p > y->p;
+}
+
+/* Insert [from, to) into free if it is not empty. */
+static int
+add_gap (struct extmap *set, uint64_t from, uint64_t to)
+{
+  return to > from ? extmap_insert (set, from, to - from, 0) : 0;
+}
+
+struct extmap *
+thin_map_free_set (const struct thin_map *m)
+{
+  struct collect c = { .n = 0 };
+  struct extmap *set = extmap_new ();
+  uint64_t end = 0;
+  size_t count = extmap_count (m->runs);
+
+  c.a = malloc (count * sizeof *c.a + 1);
+  if (set == NULL || c.a == NULL)
+    goto nomem;
+  extmap_iterate (m->runs, 0, collect_run, &c);
+  for (size_t i = 1; i < c.n; i++)
+    if (c.a[i].p < c.a[i - 1].p) {  /* not already in order */
+      qsort (c.a, c.n, sizeof *c.a, by_phys);
+      break;
     }
-    m->undurable = p;
-  }
-  return 0;
-}
-
-uint32_t
-thin_map_unmap (struct thin_map *m, uint64_t l, uint64_t seq)
-{
-  uint32_t p = m->l2p[l];
-
-  m->l2p[l] = THIN_UNMAPPED;
-  m->mapped--;
-  m->pstate[p] = THIN_UNMAPPING;
-  m->undurable[m->nundurable++] = (struct thin_undurable) {
-    .seq = seq, .phys = p,
-  };
-  return p;
-}
-
-void
-thin_map_unmapped (struct thin_map *m, uint32_t p)
-{
-  m->pstate[p] = THIN_UNDURABLE;
-}
-
-/* A slot still UNMAPPING stays behind (its discard is being recorded);
- * the order of those left is kept.
- */
-uint32_t
-thin_map_commit (struct thin_map *m, uint64_t seq)
-{
-  uint32_t kept = 0, moved = 0;
-
-  for (uint32_t i = 0; i < m->nundurable; i++) {
-    struct thin_undurable u = m->undurable[i];
-
-    if (u.seq <= seq && m->pstate[u.phys] == THIN_UNDURABLE) {
-      m->pstate[u.phys] = THIN_FREED;
-      m->freed[m->nfreed++] = u.phys;
-      moved++;
+  for (size_t i = 0; i < c.n; i++) {
+    if (c.a[i].p < end || (uint64_t) c.a[i].p + c.a[i].n > m->nphys) {
+      free (c.a);
+      extmap_free (set);
+      errno = EINVAL;
+      return NULL;
     }
-    else
-      m->undurable[kept++] = u;
+    if (add_gap (set, end, c.a[i].p) == -1)
+      goto nomem;
+    end = (uint64_t) c.a[i].p + c.a[i].n;
   }
-  m->nundurable = kept;
-  return moved;
-}
+  if (add_gap (set, end, m->nphys) == -1)
+    goto nomem;
+  free (c.a);
+  return set;
 
-uint32_t
-thin_map_pending_free (const struct thin_map *m)
-{
-  return m->nundurable;
-}
-
-/* Recovery: no slot is INIT, UNMAPPING or UNDURABLE; the freed LIFO is
- * rebuilt once at the end of the replay by thin_map_load's rule.
- */
-int
-thin_map_replay_map (struct thin_map *m, uint64_t l, uint32_t p)
-{
-  if (l >= m->nlogical || p >= m->nphys || m->l2p[l] != THIN_UNMAPPED ||
-      m->pstate[p] == THIN_MAPPED)
-    return -1;
-  set_mapping (m, l, p, THIN_MAPPED);
-  return 0;
+ nomem:
+  free (c.a);
+  extmap_free (set);
+  errno = ENOMEM;
+  return NULL;
 }
 
 int
-thin_map_replay_unmap (struct thin_map *m, uint64_t l, uint32_t p)
+thin_map_replay_map (struct thin_map *m, struct extmap *free_set, uint64_t l,
+                     uint64_t n, uint32_t p)
 {
-  if (l >= m->nlogical || p >= m->nphys || m->l2p[l] != p)
-    return -1;
-  m->l2p[l] = THIN_UNMAPPED;
-  m->mapped--;
-  /* It was used: reuse it before clean slots. */
-  m->pstate[p] = THIN_FREED;
-  return 0;
-}
+  struct extent x;
+  uint64_t gap;
+  uint32_t q;
 
-/* Freed slots go on the LIFO in descending order, so that the lowest is
- * reused first, as clean ones are.
- */
-static void
-rebuild_freed (struct thin_map *m)
-{
-  m->nfreed = 0;
-  for (uint32_t p = m->nphys; p-- > 0; )
-    if (m->pstate[p] == THIN_FREED)
-      m->freed[m->nfreed++] = p;
+  if (!in_range (m, l, n, p) ||
+      !extmap_find_overlap (free_set, p, n, &x) || x.offset > p ||
+      x.offset + x.length < p + n ||
+      thin_map_lookup (m, l, n, &q, &gap) || gap < n) {
+    errno = EINVAL;
+    return -1;
+  }
+  return extmap_remove (free_set, p, n, NULL) == -1 ? -1
+         : thin_map_add (m, l, n, p);
 }
 
 int
-thin_map_load (struct thin_map *m, const uint32_t *l2p, uint32_t high_water)
+thin_map_replay_unmap (struct thin_map *m, struct extmap *free_set, uint64_t l,
+                       uint64_t n, uint32_t p)
 {
-  if (high_water > m->nphys)
-    return -1;
-  memset (m->pstate, THIN_CLEAN, m->nphys);
-  for (uint32_t p = 0; p < high_water; p++)
-    m->pstate[p] = THIN_FREED;
-  m->mapped = 0;
-  m->next_clean = high_water;
-  m->nundurable = 0;
-  memset (m->l2p, 0xff, m->nlogical * sizeof *m->l2p);
-  for (uint64_t l = 0; l < m->nlogical; l++)
-    if (l2p[l] != THIN_UNMAPPED && thin_map_replay_map (m, l, l2p[l]) == -1)
-      return -1;
-  rebuild_freed (m);
-  return 0;
-}
+  uint64_t run;
+  uint32_t q;
 
-void
-thin_map_replay_done (struct thin_map *m)
-{
-  rebuild_freed (m);
+  if (!in_range (m, l, n, p) || !thin_map_lookup (m, l, n, &q, &run) ||
+      q != p || run < n) {
+    errno = EINVAL;
+    return -1;
+  }
+  return extmap_insert (free_set, p, n, 0) == -1 ? -1
+         : thin_map_remove (m, l, n);
 }

@@ -1,20 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the thin volume (see thin-volume.h).
+/* discardcache: the thin volume's data path (see thin-volume.h; the map,
+ * the free space and the format are in thin.h, the meta file on disk in
+ * thin-meta.c).  Design: docs/design-notes.md, "Thin mode".
  *
- * Each request is cut at slot boundaries; each piece goes to the engine
- * (engine.h's data path) at its physical address, so that
- * pending-discard cancellation, alignment, batching and the rate limit
- * all apply as in identity mode.  The thin lock guards the map and the
- * record buffer and is never held across I/O; the lock order is thin,
+ * Each request is planned under the thin lock as segments: runs of
+ * logical slots on consecutive physical slots, mapped or newly
+ * allocated; the I/O then goes to the engine (engine.h's data path) at
+ * physical addresses, one call per physical run, so pending-discard
+ * cancellation, alignment, batching and the rate limit all apply as in
+ * identity mode.  The lock is never held across I/O; the order is thin,
  * then engine.
  *
- * A request doing I/O on a physical slot pins it; an unmap waits for
- * the pins to go, so a slot's data never reaches another logical slot.
- * A new slot is zero-filled around the first write before its map
- * record is appended; a commit (FLUSH, FUA, a full record buffer, or a
- * write that needs a slot only a commit can free) takes the records,
- * flushes the backend, then appends and fsyncs them: so a durable
- * mapping always points at flushed data.
+ * A request in flight is a struct thin_op over its logical slots, on the
+ * requester's stack, in a list as long as the requests in flight.  Each
+ * op waits for the older ops it conflicts with: reads and writes into
+ * mapped slots go together; an op that allocates slots (a write into a
+ * gap) or unmaps them waits for every older op over its slots and holds
+ * back every newer one.  So an unmap never frees a physical slot that a
+ * request is still reading or writing, and no two writers allocate the
+ * same logical slot.
+ *
+ * A write that needs slots reserves all of them before it writes
+ * anything: one that the pool cannot serve fails with ENOSPC having
+ * changed nothing (invariant 7).  New slots get their map records only
+ * after their data (and zero-fill) is written, and a commit flushes the
+ * backend before it writes records: a durable mapping always points at
+ * flushed data.  An unmapped run becomes reusable only once its UNMAP
+ * record is durable and its discard handed to the engine.
  */
 #include <config.h>
 
@@ -24,54 +36,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "arith.h"
-#include "cleanup.h"
 #include "engine.h"
-#include "fileio.h"
 #include "grow.h"
+#include "le.h"
 #include "log.h"
+#include "thin-internal.h"
 #include "thin-volume.h"
-#include "thin.h"
-#include "volume-internal.h"
 
 /* A checkpoint replaces the journal when it grows past this. */
 #define JOURNAL_LIMIT (4 * 1024 * 1024)
-/* Records buffered before a commit is forced (memory bound). */
+/* Records buffered before a commit is started (one writer runs it, the
+ * others go on), and before every writer waits for one (the memory
+ * bound).
+ */
 #define BUFFER_LIMIT (256 * 1024)
-/* The largest meta file we load. */
-#define META_MAX (UINT64_C (1) << 32)
-
-struct thin {
-  struct volume v;                  /* first: thin_of casts back */
-  struct engine *e;                 /* v.engine */
-  struct thin_meta_id id;
-  uint64_t slot;
-  unsigned shift;
-  char *path;                       /* meta= */
-  bool read_only;
-
-  pthread_mutex_t commit_lock;      /* one commit or checkpoint at a time; */
-  int fd;                           /* the meta file, written under it */
-  uint64_t journal_end;             /* its length */
-  uint64_t journal_limit;
-
-  pthread_mutex_t lock;             /* guards everything below */
-  pthread_cond_t changed;           /* a slot was set up, unpinned, freed */
-  struct thin_map map;
-  unsigned char *buf;               /* encoded records not on disk yet */
-  size_t buflen, bufcap;
-  uint64_t next_seq;                /* the next record's number */
-  uint64_t durable_seq;             /* records up to this are on disk */
-  uint64_t trims, trim_bytes;       /* as the client sent them */
-  uint64_t allocated, reused, enospc, commits, checkpoints;
-  uint64_t last_checkpoint;
-  uint64_t meta_bytes;              /* journal_end, for stats */
-};
+#define BUFFER_HARD_LIMIT (4 * BUFFER_LIMIT)
+/* Pending runs freed longest ago that an allocation, and a call for the
+ * statistics, check for a discard that has gone out meanwhile.
+ */
+#define REAP_ON_ALLOC 2
+#define REAP_ON_STATS 64
+/* Best-fit picks whose discard turned out to be gone that one
+ * allocation moves to clean space before it takes clean space itself.
+ */
+#define VERIFY_MAX 32
+/* Mapped runs a large unmap takes per hold of the lock. */
+#define UNMAP_BATCH 256
 
 static struct thin *
 thin_of (struct volume *v)
@@ -80,500 +74,675 @@ thin_of (struct volume *v)
 }
 
 static uint64_t
-phys_offset (const struct thin *t, uint32_t p)
+phys_offset (const struct thin *t, uint64_t p)
 {
-  return (uint64_t) p << t->shift;
+  return p << t->shift;
 }
 
-/* Records. */
+/* Whether the engine still holds a discard over physical [p, p+n). */
+static bool
+discard_pending (struct thin *t, uint64_t p, uint64_t n)
+{
+  return engine_discard_pending (t->e, phys_offset (t, p), n << t->shift);
+}
 
-/* Room for one more record; the unmap path reserves before changing
- * anything, so it never fails half-way.
+/* Known to read as zeros: what the backend's extents said at start,
+ * untouched since (thin-meta.c, backend_zeros), or what the engine knows
+ * clean (discarded, nothing written since) on a backend whose discard
+ * zeroes (a file's punched hole).  Neither outlives a kill -9: the
+ * extents are asked afresh at each start, and the engine's known-clean
+ * map starts empty after one.
  */
-static int
-reserve_record_locked (struct thin *t)
+bool
+thin_reads_as_zeros_locked (struct thin *t, uint64_t p, uint64_t n)
 {
-  if (t->buflen + THIN_RECORD_SIZE > t->bufcap) {
-    void *p = grow_array (t->buf, &t->bufcap, 1, 64 * THIN_RECORD_SIZE);
-
-    if (p == NULL) {
-      dc_error ("thin: out of memory for the journal");
-      return -1;
-    }
-    t->buf = p;
-  }
-  return 0;
+  return thin_space_is_zero (&t->space, p, n) ||
+         (engine_limits (t->e)->discard_zeroes &&
+          engine_known_clean (t->e, phys_offset (t, p), n << t->shift));
 }
 
-static uint64_t
-append_record_locked (struct thin *t, uint32_t type, uint64_t l, uint32_t p)
-{
-  struct thin_record r = {
-    .type = type, .phys = p, .seq = t->next_seq++, .logical = (uint32_t) l,
-  };
+/* Requests in flight. */
 
-  thin_record_encode (&r, t->buf + t->buflen);
-  t->buflen += THIN_RECORD_SIZE;
-  return r.seq;
-}
-
-/* The meta file. */
-
-/* Write a checkpoint image to meta.tmp, make it durable and rename it
- * over meta: the old file (checkpoint + journal) stays whole until the
- * new one replaces it.  Returns the new file's descriptor, locked.
- */
-static int
-write_meta_file (struct thin *t, const void *image, size_t len)
-{
-  CLEANUP_FREE char *tmp = NULL;
-  int fd;
-
-  if (asprintf (&tmp, "%s.tmp", t->path) == -1) {
-    dc_error ("meta=%s: out of memory", t->path);
-    return -1;
-  }
-  fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd == -1) {
-    dc_error ("meta=%s: cannot create %s: %m", t->path, tmp);
-    return -1;
-  }
-  if (flock (fd, LOCK_EX | LOCK_NB) == -1 ||
-      pwrite_all (fd, image, len, 0) == -1 || fdatasync (fd) == -1 ||
-      rename (tmp, t->path) == -1 || fsync_dir (t->path) == -1) {
-    dc_error ("meta=%s: cannot write a checkpoint: %m", t->path);
-    close (fd);
-    unlink (tmp);
-    return -1;
-  }
-  return fd;
-}
-
-/* The durable map: the current one without slots still being set up
- * and with the buffered (not yet durable) records undone, newest first.
- * Lock held; the caller holds commit_lock, so nothing is being written.
- */
-static uint32_t *
-durable_map_locked (struct thin *t)
-{
-  uint32_t *l2p = malloc (t->map.nlogical * sizeof *l2p + 1);
-
-  if (l2p == NULL)
-    return NULL;
-  memcpy (l2p, t->map.l2p, t->map.nlogical * sizeof *l2p);
-  for (uint64_t l = 0; l < t->map.nlogical; l++)
-    if (l2p[l] != THIN_UNMAPPED && t->map.pstate[l2p[l]] == THIN_INIT)
-      l2p[l] = THIN_UNMAPPED;
-  for (size_t off = t->buflen; off > 0; off -= THIN_RECORD_SIZE) {
-    struct thin_record r;
-
-    thin_record_decode (t->buf + off - THIN_RECORD_SIZE, &r);
-    l2p[r.logical] = r.type == THIN_REC_MAP ? THIN_UNMAPPED : r.phys;
-  }
-  return l2p;
-}
-
-/* Replace the journal by a checkpoint of the durable map.  commit_lock
- * held.  A failure is reported and the journal simply goes on.
- */
-static int
-checkpoint (struct thin *t)
-{
-  uint64_t next_seq, now = (uint64_t) time (NULL);
-  uint32_t high_water, *l2p;
-  void *image;
-  size_t len;
-  int fd, r;
-
-  pthread_mutex_lock (&t->lock);
-  l2p = durable_map_locked (t);
-  next_seq = t->durable_seq + 1;
-  high_water = t->map.next_clean;
-  pthread_mutex_unlock (&t->lock);
-  if (l2p == NULL) {
-    dc_error ("meta=%s: out of memory for a checkpoint", t->path);
-    return -1;
-  }
-  r = thin_checkpoint_encode (&t->id, l2p, t->map.nlogical, next_seq,
-                              high_water, now, &image, &len);
-  free (l2p);
-  if (r == -1)
-    return -1;
-  fd = write_meta_file (t, image, len);
-  free (image);
-  if (fd == -1)
-    return -1;
-  close (t->fd);
-  t->fd = fd;
-  t->journal_end = len;
-  pthread_mutex_lock (&t->lock);
-  t->checkpoints++;
-  t->last_checkpoint = now;
-  t->meta_bytes = len;
-  pthread_mutex_unlock (&t->lock);
-  return 0;
-}
-
-/* Make every record appended so far durable, after the data they point
- * at: take them, flush the backend, append and fsync them, and only then
- * let the slots they unmapped be reused.  client_flush: for a client's
- * FLUSH, which flush-discards=true also makes forward what is pending;
- * the other commits (FUA, a full buffer, a slot needed, the clean stop,
- * whose pending discards state= may keep) only flush data.
- */
-static int
-commit (struct thin *t, bool client_flush)
-{
-  CLEANUP_FREE unsigned char *records = NULL;
-  size_t len;
-  uint64_t upto;
-  int r;
-
-  pthread_mutex_lock (&t->commit_lock);
-  pthread_mutex_lock (&t->lock);
-  len = t->buflen;
-  upto = t->next_seq - 1;
-  if (len > 0 && (records = malloc (len)) != NULL)
-    memcpy (records, t->buf, len);
-  pthread_mutex_unlock (&t->lock);
-  if (len > 0 && records == NULL) {
-    pthread_mutex_unlock (&t->commit_lock);
-    dc_error ("thin: out of memory committing the journal");
-    errno = ENOMEM;
-    return -1;
-  }
-  r = client_flush ? engine_flush (t->e) : engine_flush_data (t->e);
-  if (r == 0 && len > 0 &&
-      (pwrite_all (t->fd, records, len, t->journal_end) == -1 ||
-       fdatasync (t->fd) == -1)) {
-    dc_error ("meta=%s: cannot write the journal: %m", t->path);
-    r = -1;
-  }
-  if (r == 0) {
-    t->journal_end += len;
-    pthread_mutex_lock (&t->lock);
-    if (len > 0) {
-      memmove (t->buf, t->buf + len, t->buflen - len);
-      t->buflen -= len;
-    }
-    t->durable_seq = upto;
-    thin_map_commit (&t->map, upto);
-    t->commits++;
-    t->meta_bytes = t->journal_end;
-    pthread_cond_broadcast (&t->changed);
-    pthread_mutex_unlock (&t->lock);
-    if (t->journal_end > t->journal_limit)
-      checkpoint (t);
-  }
-  pthread_mutex_unlock (&t->commit_lock);
-  return r;
-}
-
-/* Pins. */
-
-/* Wait while logical slot l is being set up; pin and return its
- * physical slot, or THIN_UNMAPPED.
- */
-static uint32_t
-pin_locked (struct thin *t, uint64_t l)
-{
-  for (;;) {
-    uint32_t p = t->map.l2p[l];
-
-    if (p == THIN_UNMAPPED)
-      return p;
-    if (t->map.pstate[p] == THIN_MAPPED) {
-      t->map.pins[p]++;
-      return p;
-    }
-    pthread_cond_wait (&t->changed, &t->lock);
-  }
-}
-
-static void
-unpin (struct thin *t, uint32_t p)
-{
-  pthread_mutex_lock (&t->lock);
-  if (--t->map.pins[p] == 0)
-    pthread_cond_broadcast (&t->changed);
-  pthread_mutex_unlock (&t->lock);
-}
-
-/* The requests, slot by slot. */
-
-struct piece {
-  uint64_t l;                       /* logical slot */
-  uint64_t start;                   /* offset in the slot */
-  uint64_t n;                       /* bytes */
-  uint64_t done;                    /* offset in the request */
+enum op_kind {
+  OP_IO,                            /* reads and writes mapped slots */
+  OP_SETUP,                         /* allocates slots */
+  OP_UNMAP,                         /* unmaps slots */
 };
 
-typedef int (*piece_fn) (struct thin *t, const struct piece *pc, void *arg);
+/* A run of logical slots [l, l+n) on physical [p, p+n). */
+struct segment {
+  uint64_t l, n;
+  uint32_t p;
+  bool fresh;                       /* allocated by this request */
+};
+
+struct plan {
+  struct segment *seg;
+  size_t n, cap;
+  bool head_zero, tail_zero;        /* the first and last slot, if fresh,
+                                       read as zeros already */
+  struct segment inline_seg[8];
+};
+
+struct thin_op {
+  struct thin_op *next;
+  uint64_t ticket;                  /* older ops have smaller ones */
+  uint64_t l0, l1;                  /* logical slots */
+  enum op_kind kind;
+  const struct plan *plan;          /* OP_SETUP: where its slots go */
+};
+
+static bool
+conflicts (const struct thin_op *a, const struct thin_op *b)
+{
+  return a->l0 < b->l1 && b->l0 < a->l1 &&
+         (a->kind != OP_IO || b->kind != OP_IO);
+}
+
+/* Wait until no older op conflicts with op.  Returns whether it had to
+ * (the lock was dropped meanwhile).
+ */
+static bool
+op_wait_locked (struct thin *t, const struct thin_op *op)
+{
+  bool waited = false;
+
+  for (;;) {
+    const struct thin_op *o;
+
+    for (o = t->ops; o != NULL; o = o->next)
+      if (o->ticket < op->ticket && conflicts (o, op))
+        break;
+    if (o == NULL)
+      return waited;
+    pthread_cond_wait (&t->changed, &t->lock);
+    waited = true;
+  }
+}
+
+static void
+op_begin_locked (struct thin *t, struct thin_op *op, uint64_t l0, uint64_t l1,
+                 enum op_kind kind)
+{
+  *op = (struct thin_op) {
+    .next = t->ops, .ticket = t->next_ticket++, .l0 = l0, .l1 = l1,
+    .kind = kind,
+  };
+  t->ops = op;
+  op_wait_locked (t, op);
+}
+
+static void
+op_end_locked (struct thin *t, struct thin_op *op)
+{
+  struct thin_op **pp;
+
+  for (pp = &t->ops; *pp != op; pp = &(*pp)->next)
+    ;
+  *pp = op->next;
+  pthread_cond_broadcast (&t->changed);
+}
+
+/* The logical slots of [offset, offset+length). */
+static void
+slot_range (const struct thin *t, uint64_t offset, uint64_t length,
+            uint64_t *l0, uint64_t *l1)
+{
+  *l0 = offset >> t->shift;
+  *l1 = ((offset + length - 1) >> t->shift) + 1;
+}
+
+/* Call fn for each run of [offset, offset+length): bytes [pos, to) on
+ * mapped slots from physical slot p on (mapped), or on unmapped ones;
+ * looked up under the lock, called without it, until fn fails.  The
+ * caller's op keeps the runs from being unmapped meanwhile.
+ */
+typedef int (*run_fn) (struct thin *t, uint64_t pos, uint64_t to,
+                       bool mapped, uint32_t p, void *arg);
 
 static int
-for_each_piece (struct thin *t, uint64_t offset, uint64_t length,
-                piece_fn fn, void *arg)
+for_each_run (struct thin *t, uint64_t offset, uint64_t length, run_fn fn,
+              void *arg)
 {
-  struct piece pc = { 0 };
+  uint64_t end = offset + length, l0, l1, n;
 
-  for (pc.done = 0; pc.done < length; pc.done += pc.n) {
-    uint64_t pos = offset + pc.done;
+  slot_range (t, offset, length, &l0, &l1);
+  for (uint64_t pos = offset; pos < end; ) {
+    uint64_t l = pos >> t->shift, to;
+    uint32_t p = 0;
+    bool mapped;
 
-    pc.l = pos >> t->shift;
-    pc.start = pos & (t->slot - 1);
-    pc.n = MIN (t->slot - pc.start, length - pc.done);
-    if (fn (t, &pc, arg) == -1)
+    pthread_mutex_lock (&t->lock);
+    mapped = thin_map_lookup (&t->map, l, l1 - l, &p, &n);
+    pthread_mutex_unlock (&t->lock);
+    to = MIN (end, (l + n) << t->shift);
+    if (fn (t, pos, to, mapped, p, arg) == -1)
+      return -1;
+    pos = to;
+  }
+  return 0;
+}
+
+/* The physical address of byte pos of a run starting at slot p. */
+static uint64_t
+run_address (const struct thin *t, uint32_t p, uint64_t pos)
+{
+  return phys_offset (t, p) + (pos & (t->slot - 1));
+}
+
+/* Plans. */
+
+static void
+plan_init (struct plan *pl)
+{
+  pl->seg = pl->inline_seg;
+  pl->n = 0;
+  pl->cap = sizeof pl->inline_seg / sizeof pl->inline_seg[0];
+  pl->head_zero = pl->tail_zero = false;
+}
+
+static void
+plan_free (struct plan *pl)
+{
+  if (pl->seg != pl->inline_seg)
+    free (pl->seg);
+}
+
+/* Append a segment, joined to the last one when both continue. */
+static int
+plan_push (struct plan *pl, uint64_t l, uint64_t n, uint32_t p, bool fresh)
+{
+  struct segment *last = pl->n ? &pl->seg[pl->n - 1] : NULL;
+
+  if (last && last->fresh == fresh && last->l + last->n == l &&
+      (uint64_t) last->p + last->n == p) {
+    last->n += n;
+    return 0;
+  }
+  if (pl->n == pl->cap) {
+    struct segment *s;
+
+    if (pl->seg == pl->inline_seg) {
+      s = malloc (2 * pl->cap * sizeof *s);
+      if (s != NULL)
+        memcpy (s, pl->seg, pl->n * sizeof *s);
+      pl->cap *= 2;
+    }
+    else
+      s = grow_array (pl->seg, &pl->cap, sizeof *s, 16);
+    if (s == NULL) {
+      dc_error ("thin: out of memory planning a request");
+      errno = ENOMEM;
+      return -1;
+    }
+    pl->seg = s;
+  }
+  pl->seg[pl->n++] = (struct segment) { l, n, p, fresh };
+  return 0;
+}
+
+/* Allocation. */
+
+/* The pending run x no longer has a discard in the engine (it went out,
+ * or was dropped): it is clean space now.
+ */
+static void
+settle_locked (struct thin *t, const struct extent *x)
+{
+  bool zero = thin_reads_as_zeros_locked (t, x->offset, x->length);
+
+  if (thin_space_take (&t->space, x->offset, x->length) == 0)
+    thin_space_add_clean (&t->space, x->offset, x->length, zero);
+}
+
+/* Check the pending runs freed longest ago, at most max of them. */
+static void
+reap_locked (struct thin *t, unsigned max)
+{
+  struct extent x;
+
+  while (max-- > 0 && thin_space_oldest_pending (&t->space, &x) &&
+         !discard_pending (t, x.offset, x.length))
+    settle_locked (t, &x);
+}
+
+/* The physical slot that continues logical slot l-1, if l-1 is mapped
+ * or being set up by another request: THIN_MAX_PHYS if none.
+ */
+static uint64_t
+goal_after_locked (struct thin *t, uint64_t l)
+{
+  uint64_t n;
+  uint32_t p;
+
+  if (l == 0)
+    return THIN_MAX_PHYS;
+  if (thin_map_lookup (&t->map, l - 1, 1, &p, &n))
+    return (uint64_t) p + 1;
+  for (const struct thin_op *o = t->ops; o != NULL; o = o->next) {
+    if (o->kind != OP_SETUP || o->plan == NULL || l - 1 < o->l0 ||
+        l - 1 >= o->l1)
+      continue;
+    for (size_t i = 0; i < o->plan->n; i++) {
+      const struct segment *s = &o->plan->seg[i];
+
+      if (l - 1 >= s->l && l - 1 < s->l + s->n)
+        return (uint64_t) s->p + (l - s->l);
+    }
+  }
+  return THIN_MAX_PHYS;
+}
+
+/* Active streams: the physical slots where the last few runs allocated
+ * would continue.  A new stream does not start there, or two streams
+ * written in turn (a file's data and the filesystem's metadata) would
+ * take every other slot and neither would be contiguous.
+ */
+static bool
+is_tail (const struct thin *t, uint64_t p)
+{
+  for (unsigned i = 0; i < THIN_ACTIVE_TAILS; i++)
+    if (t->tails[i] == p)
+      return true;
+  return false;
+}
+
+/* A run was allocated up to tail, continuing the stream whose tail was
+ * from (THIN_MAX_PHYS: a new stream).
+ */
+static void
+note_tail (struct thin *t, uint64_t from, uint64_t tail)
+{
+  for (unsigned i = 0; i < THIN_ACTIVE_TAILS; i++)
+    if (t->tails[i] == from) {
+      t->tails[i] = tail;
+      return;
+    }
+  t->tails[t->next_tail++ % THIN_ACTIVE_TAILS] = tail;
+}
+
+/* The free run that starts at goal, if there is one, and its set. */
+static enum thin_free_kind
+run_at_goal (struct thin *t, uint64_t goal, struct extent *x)
+{
+  enum thin_free_kind kind;
+
+  if (goal >= t->map.nphys)
+    return THIN_NOT_FREE;
+  kind = thin_space_find (&t->space, goal, x);
+  return kind != THIN_NOT_FREE && x->offset == goal ? kind : THIN_NOT_FREE;
+}
+
+/* Choose up to want free slots for a run of logical slots whose
+ * predecessor sits at physical goal (THIN_MAX_PHYS: none):
+ *   1. the slots right after goal if they are pending: a logically
+ *      contiguous stream stays physically contiguous, and cancels a
+ *      discard;
+ *   2. other pending slots, best fit by run length (a whole run or an
+ *      end of one, never its middle; the most recently freed among
+ *      equals), since a write there cancels their discard;
+ *   3. the clean slots right after goal;
+ *   4. clean slots from the largest clean run (the largest known to
+ *      read as zeros if it holds the request: no zero-fill there).
+ * Reuse comes before contiguity into clean space: on XFS churns, a
+ * stream that went on into clean space while freed runs waited left
+ * twice the discards at the end (docs/design-notes.md, "Thin mode").
+ * A new stream leaves an active stream's next slot alone where it can:
+ * it takes the far end of a longer pending run, or the second half of
+ * the largest clean run.  There are free slots (the caller counted
+ * them).
+ */
+struct choice {
+  uint32_t p;                       /* the first slot */
+  uint64_t k;                       /* how many, 1 <= k <= want */
+  bool pending;                     /* they had a discard pending */
+  enum thin_free_kind kind;         /* the set, and the run, they are in */
+  struct extent run;
+};
+
+static void
+choose_locked (struct thin *t, uint64_t goal, uint64_t want,
+               struct choice *c)
+{
+  enum thin_free_kind at_goal;
+  uint64_t at, from_goal;
+  struct extent x, g;
+
+  /* (Settling pending runs below can only make a clean run at goal
+   * longer: g stays true.)
+   */
+  at_goal = run_at_goal (t, goal, &g);
+  if (at_goal == THIN_PENDING) {
+    *c = (struct choice) {
+      .p = (uint32_t) goal, .k = MIN (want, g.length), .kind = at_goal,
+      .run = g,
+    };
+    c->pending = discard_pending (t, goal, c->k);
+    note_tail (t, goal, goal + c->k);
+    return;
+  }
+  c->pending = false;
+  for (unsigned i = 0; i < VERIFY_MAX &&
+         thin_space_best_pending (&t->space, want, &x); i++) {
+    if (discard_pending (t, x.offset, x.length)) {
+      c->pending = true;
+      break;
+    }
+    settle_locked (t, &x);
+  }
+  if (c->pending) {
+    c->kind = THIN_PENDING;
+    c->k = MIN (want, x.length);
+    at = x.length > c->k && is_tail (t, x.offset)
+         ? x.offset + x.length - c->k : x.offset;
+    from_goal = THIN_MAX_PHYS;
+  }
+  else if (at_goal != THIN_NOT_FREE) {
+    c->kind = at_goal;
+    x = g;
+    at = goal;
+    c->k = MIN (want, g.length);
+    from_goal = goal;
+  }
+  else {
+    c->kind = thin_space_largest_clean (&t->space, want, &x);
+    if (c->kind == THIN_NOT_FREE)
+      abort ();                     /* the caller counted the free slots */
+    at = x.length > 1 && is_tail (t, x.offset)
+         ? x.offset + x.length / 2 : x.offset;
+    c->k = MIN (want, x.offset + x.length - at);
+    from_goal = THIN_MAX_PHYS;
+  }
+  c->p = (uint32_t) at;
+  c->run = x;
+  note_tail (t, from_goal, at + c->k);
+}
+
+
+/* Give the fresh slots of a plan back (the write failed): they may hold
+ * anything, so they are clean but not zero.
+ */
+static void
+unreserve_locked (struct thin *t, const struct plan *pl)
+{
+  for (size_t i = 0; i < pl->n; i++)
+    if (pl->seg[i].fresh)
+      thin_space_add_clean (&t->space, pl->seg[i].p, pl->seg[i].n, false);
+}
+
+/* Allocate the gap [l, l+n) of a plan, run by run.  Never fails for want
+ * of slots (counted before); -1 only for want of memory, with the slots
+ * taken so far left in the plan.
+ */
+static int
+allocate_gap_locked (struct thin *t, struct plan *pl, uint64_t l, uint64_t n,
+                     uint64_t l0, uint64_t l1)
+{
+  const struct segment *prev = pl->n ? &pl->seg[pl->n - 1] : NULL;
+  uint64_t goal = prev && prev->l + prev->n == l
+                  ? (uint64_t) prev->p + prev->n : goal_after_locked (t, l);
+
+  while (n > 0) {
+    struct choice c;
+
+    choose_locked (t, goal, n, &c);
+    if (l == l0)
+      pl->head_zero = c.kind == THIN_ZERO ||
+                      thin_reads_as_zeros_locked (t, c.p, 1);
+    if (l + c.k == l1)
+      pl->tail_zero = l + c.k - 1 == l0 ? pl->head_zero
+                      : c.kind == THIN_ZERO ||
+                        thin_reads_as_zeros_locked (t, c.p + c.k - 1, 1);
+    if (thin_space_take_from (&t->space, c.kind, &c.run, c.p, c.k) == -1 ||
+        plan_push (pl, l, c.k, c.p, true) == -1) {
+      dc_error ("thin: out of memory allocating slots");
+      return -1;
+    }
+    t->reused += c.pending ? c.k : 0;
+    goal = (uint64_t) c.p + c.k;
+    l += c.k;
+    n -= c.k;
+  }
+  return 0;
+}
+
+/* Plan [l0, l1): its mapped runs and, with alloc, new slots for its
+ * gaps (else a gap is not planned).  The free slots were counted.
+ */
+static int
+plan_locked (struct thin *t, struct plan *pl, uint64_t l0, uint64_t l1,
+             bool alloc)
+{
+  uint64_t n;
+  uint32_t p;
+
+  if (alloc)
+    reap_locked (t, REAP_ON_ALLOC);
+  for (uint64_t l = l0; l < l1; l += n) {
+    if (thin_map_lookup (&t->map, l, l1 - l, &p, &n)) {
+      if (plan_push (pl, l, n, p, false) == -1)
+        return -1;
+    }
+    else if (alloc && allocate_gap_locked (t, pl, l, n, l0, l1) == -1)
       return -1;
   }
   return 0;
 }
 
-/* Runs: consecutive logical slots mapped to consecutive physical ones
- * go to the backend as one request (a sequential read or rewrite is
- * then as large through thin mode as without it).
+/* Writes. */
+
+/* Wait a little for the unmaps whose discard is being handed to the
+ * engine: a commit frees them once that is done.
  */
-
-/* The run starting at byte pos (before end): pin and return its first
- * physical slot, or THIN_UNMAPPED for a run of unmapped slots; *len is
- * its length in bytes.  Waits while the first slot is being set up.
- */
-static uint32_t
-pin_run_locked (struct thin *t, uint64_t pos, uint64_t end, uint64_t *len)
-{
-  uint64_t l = pos >> t->shift, next = round_down (pos, t->slot) + t->slot;
-  uint32_t p = pin_locked (t, l);
-
-  for (uint32_t q = p; next < end; next += t->slot) {
-    uint32_t n = t->map.l2p[++l];
-
-    if (p == THIN_UNMAPPED ? n != THIN_UNMAPPED
-        : n != q + 1 || t->map.pstate[n] != THIN_MAPPED)
-      break;
-    if (p != THIN_UNMAPPED)
-      t->map.pins[++q]++;
-  }
-  *len = MIN (next, end) - pos;
-  return p;
-}
-
 static void
-unpin_run (struct thin *t, uint32_t p, uint64_t pos, uint64_t len)
+wait_unrecorded_locked (struct thin *t)
 {
-  uint64_t slots = ((pos & (t->slot - 1)) + len + t->slot - 1) >> t->shift;
+  struct timespec ts;
 
-  pthread_mutex_lock (&t->lock);
-  for (uint64_t i = 0; i < slots; i++)
-    if (--t->map.pins[p + i] == 0)
-      pthread_cond_broadcast (&t->changed);
-  pthread_mutex_unlock (&t->lock);
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += 10000000;
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  pthread_cond_timedwait (&t->changed, &t->lock, &ts);
 }
 
 static int
-thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
+enospc_locked (struct thin *t)
 {
-  struct thin *t = thin_of (v);
-  uint64_t end = offset + count, len;
+  if (t->enospc++ == 0)
+    dc_error ("thin: no free slot left in the pool of %" PRIu64 " (%" PRIu64
+              " bytes): writes needing new slots fail with ENOSPC until "
+              "something is trimmed (counted as thin_enospc)",
+              t->map.nphys, t->map.nphys << t->shift);
+  errno = ENOSPC;
+  return -1;
+}
 
-  if (volume_check_range (v, offset, count, false) == -1)
-    return -1;
-  for (uint64_t pos = offset; pos < end; pos += len) {
-    char *dst = (char *) buf + (pos - offset);
-    uint32_t p;
+/* Plan a write over [l0, l1), reserving every slot it needs first.
+ * Returns 1 with the plan (op is OP_SETUP if it allocated), 0 if no
+ * slot is needed, or -1 (ENOSPC having changed nothing, or the commit's
+ * error).  Lock held; dropped during a commit.
+ */
+static int
+plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
+{
+  for (;;) {
+    uint64_t need = op->l1 - op->l0;
+    bool recorded = true;
     int r;
 
-    pthread_mutex_lock (&t->lock);
-    p = pin_run_locked (t, pos, end, &len);
+    /* The mapped runs first: a write into mapped slots needs no more. */
+    pl->n = 0;
+    if (plan_locked (t, pl, op->l0, op->l1, false) == -1)
+      return -1;
+    for (size_t i = 0; i < pl->n; i++)
+      need -= pl->seg[i].n;
+    if (need == 0)
+      return 0;
+    /* Allocating: wait for the older ops over these slots; if it had
+     * to, they may have changed the map.
+     */
+    if (op->kind != OP_SETUP) {
+      op->kind = OP_SETUP;
+      if (op_wait_locked (t, op))
+        continue;
+    }
+    if (need <= thin_space_slots (&t->space)) {
+      op->plan = pl;
+      pl->n = 0;
+      if (plan_locked (t, pl, op->l0, op->l1, true) == -1) {
+        unreserve_locked (t, pl);
+        return -1;
+      }
+      return 1;
+    }
+    if (need > thin_space_slots (&t->space) + t->undurable_slots)
+      return enospc_locked (t);
+    /* Unmaps a commit can make free. */
+    for (size_t i = 0; i < t->nundurable; i++)
+      recorded &= t->undurable[i].recorded;
     pthread_mutex_unlock (&t->lock);
-    if (p == THIN_UNMAPPED) {
-      memset (dst, 0, len);
+    r = thin_commit (t, false);
+    pthread_mutex_lock (&t->lock);
+    if (r == -1)
+      return -1;
+    if (!recorded)
+      wait_unrecorded_locked (t);
+  }
+}
+
+/* Zero the parts of fresh slot l that the write [offset, end) does not
+ * cover, unless it reads as zeros already: one request a slot.
+ */
+static int
+fill_slot (struct thin *t, uint64_t l, uint32_t p, uint64_t offset,
+           uint64_t end, unsigned *fills)
+{
+  uint64_t base = l << t->shift;
+  uint64_t lo = MAX (offset, base) - base, hi = MIN (end, base + t->slot) - base;
+  uint64_t from, to;
+
+  if (lo == 0 && hi == t->slot)
+    return 0;
+  if (lo > 0 && hi < t->slot)
+    from = 0, to = t->slot;
+  else if (lo > 0)
+    from = 0, to = lo;
+  else
+    from = hi, to = t->slot;
+  (*fills)++;
+  return engine_zero (t->e, phys_offset (t, p) + from, to - from, true,
+                      false, false);
+}
+
+/* The first and last slots of a write, if fresh and partly covered,
+ * are zero-filled first (the others are covered whole).
+ */
+static int
+fill_ends (struct thin *t, const struct plan *pl, uint64_t offset,
+           uint64_t end, unsigned *fills)
+{
+  const struct segment *first = &pl->seg[0], *last = &pl->seg[pl->n - 1];
+  uint64_t l0 = offset >> t->shift, l1 = ((end - 1) >> t->shift) + 1;
+
+  if (first->fresh && !pl->head_zero &&
+      fill_slot (t, l0, first->p, offset, end, fills) == -1)
+    return -1;
+  if (l1 - 1 != l0 && last->fresh && !pl->tail_zero &&
+      fill_slot (t, l1 - 1, last->p + (uint32_t) last->n - 1, offset, end,
+                 fills) == -1)
+    return -1;
+  return 0;
+}
+
+/* One backend write per run of physically consecutive segments. */
+static int
+write_plan (struct thin *t, const struct plan *pl, const char *buf,
+            uint64_t offset, uint64_t end, bool fua)
+{
+  for (size_t i = 0, j; i < pl->n; i = j) {
+    uint64_t from, to;
+
+    for (j = i + 1; j < pl->n &&
+           pl->seg[j].p == (uint64_t) pl->seg[j - 1].p + pl->seg[j - 1].n;
+         j++)
+      ;
+    from = MAX (offset, pl->seg[i].l << t->shift);
+    to = MIN (end, (pl->seg[j - 1].l + pl->seg[j - 1].n) << t->shift);
+    if (engine_pwrite (t->e, buf + (from - offset), (uint32_t) (to - from),
+                       phys_offset (t, pl->seg[i].p) +
+                       (from - (pl->seg[i].l << t->shift)), fua) == -1)
+      return -1;
+  }
+  return 0;
+}
+
+/* The write is done: its fresh runs are mapped and journaled (room for
+ * the records was reserved), or, if it failed, given back.
+ */
+static int
+finish_write_locked (struct thin *t, const struct plan *pl, int r)
+{
+  if (r == 0 && thin_reserve_records_locked (t, pl->n) == -1)
+    r = -1;
+  for (size_t i = 0; i < pl->n; i++) {
+    const struct segment *s = &pl->seg[i];
+
+    if (!s->fresh)
+      continue;
+    if (r == 0 && thin_map_add (&t->map, s->l, s->n, s->p) == 0) {
+      thin_append_record_locked (t, THIN_REC_MAP, s->l, s->n, s->p);
+      t->allocated += s->n;
       continue;
     }
-    r = engine_pread (t->e, dst, len,
-                           phys_offset (t, p) + (pos & (t->slot - 1)));
-    unpin_run (t, p, pos, len);
-    if (r == -1)
-      return -1;
+    if (r == 0)
+      dc_error ("thin: out of memory mapping slots");
+    r = -1;
+    thin_space_add_clean (&t->space, s->p, s->n, false);
+  }
+  return r;
+}
+
+/* What commit a request needs: one when records wait and the request
+ * needs durability (FUA), or when the buffer has grown past its bound.
+ * Past the soft bound one writer commits and the others go on: with
+ * 4 KiB slots every write into fresh space adds a record, and writers
+ * queueing behind each commit's backend flush cost random writes on a
+ * file half their IOPS.  Lock held.
+ */
+enum commit_need { COMMIT_NONE, COMMIT_UNLESS_BUSY, COMMIT_NOW };
+
+static enum commit_need
+commit_needed_locked (struct thin *t, bool fua)
+{
+  if ((fua && t->durable_seq + 1 < t->next_seq) ||
+      t->buflen >= BUFFER_HARD_LIMIT)
+    return COMMIT_NOW;
+  return t->buflen >= BUFFER_LIMIT ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
+}
+
+static int
+commit_as_needed (struct thin *t, enum commit_need need)
+{
+  switch (need) {
+  case COMMIT_NOW: return thin_commit (t, false);
+  case COMMIT_UNLESS_BUSY: return thin_commit_unless_busy (t);
+  case COMMIT_NONE: break;
   }
   return 0;
 }
 
-/* Whether the engine still holds a discard over physical slot p. */
-static bool
-discard_pending (struct thin *t, uint32_t p)
-{
-  return engine_discard_pending (t->e, phys_offset (t, p), t->slot);
-}
-
-/* Allocate a slot for unmapped logical slot l.  When the pool is empty
- * but unmaps wait for a commit, commit and try again.  Returns the slot
- * (INIT), THIN_UNMAPPED with errno ENOSPC (or the commit's error), or
- * THIN_UNMAPPED with errno EAGAIN when l got mapped meanwhile.
- */
-static uint32_t
-alloc_locked (struct thin *t, uint64_t l, bool *reused)
-{
-  for (;;) {
-    uint32_t p;
-    int r;
-
-    if (t->map.l2p[l] != THIN_UNMAPPED) {
-      errno = EAGAIN;
-      return THIN_UNMAPPED;
-    }
-    p = thin_map_alloc (&t->map, l, reused);
-    if (p != THIN_UNMAPPED)
-      return p;
-    if (thin_map_pending_free (&t->map) == 0) {
-      if (t->enospc++ == 0)
-        dc_error ("thin: no free slot left in the pool of %" PRIu32 " (%"
-                  PRIu64 " bytes): writes to unmapped slots fail with "
-                  "ENOSPC until something is trimmed (counted as thin_enospc)",
-                  t->map.nphys, (uint64_t) t->map.nphys << t->shift);
-      errno = ENOSPC;
-      return THIN_UNMAPPED;
-    }
-    pthread_mutex_unlock (&t->lock);
-    r = commit (t, false);
-    pthread_mutex_lock (&t->lock);
-    if (r == -1)
-      return THIN_UNMAPPED;
-    if (t->map.nfreed == 0 && thin_map_pending_free (&t->map) > 0) {
-      /* Freed slots whose discard is still being recorded: wait. */
-      struct timespec ts;
-
-      clock_gettime (CLOCK_MONOTONIC, &ts);
-      ts.tv_nsec += 10000000;
-      if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-      }
-      pthread_cond_timedwait (&t->changed, &t->lock, &ts);
-    }
-  }
-}
-
-/* The first write to a new slot: zeros around the data, so the slot's
- * previous content never shows.  One backend zero (or write of zeros)
- * per uncovered part; all of it is flushed before the map record is.
- */
-static int
-init_slot (struct thin *t, uint32_t p, const char *data,
-           const struct piece *pc)
-{
-  uint64_t base = phys_offset (t, p), end = pc->start + pc->n;
-  int r = 0;
-
-  if (pc->start > 0)
-    r = engine_zero (t->e, base, pc->start, false, false, false);
-  if (r == 0)
-    r = engine_pwrite (t->e, data, pc->n, base + pc->start, false);
-  if (r == 0 && end < t->slot)
-    r = engine_zero (t->e, base + end, t->slot - end, false, false,
-                          false);
-  return r;
-}
-
-struct write_args {
-  const char *buf;
-  bool fua;
-  bool allocated;
-};
-
-static int
-write_new_slot (struct thin *t, const struct piece *pc,
-                struct write_args *a, uint32_t p, bool reused)
-{
-  bool cancels = reused && discard_pending (t, p);
-  int r = init_slot (t, p, a->buf + pc->done, pc);
-
-  pthread_mutex_lock (&t->lock);
-  if (r == 0)
-    r = reserve_record_locked (t);
-  if (r == -1)
-    thin_map_abort (&t->map, p);
-  else {
-    append_record_locked (t, THIN_REC_MAP, pc->l, p);
-    thin_map_mapped (&t->map, p);
-    t->allocated++;
-    t->reused += cancels;
-    a->allocated = true;
-  }
-  pthread_cond_broadcast (&t->changed);
-  pthread_mutex_unlock (&t->lock);
-  return r;
-}
-
-static int
-write_piece (struct thin *t, const struct piece *pc, void *arg)
-{
-  struct write_args *a = arg;
-  bool reused;
-  uint32_t p;
-  int r;
-
-  pthread_mutex_lock (&t->lock);
-  for (;;) {
-    p = pin_locked (t, pc->l);
-    if (p != THIN_UNMAPPED) {
-      pthread_mutex_unlock (&t->lock);
-      r = engine_pwrite (t->e, a->buf + pc->done, pc->n,
-                              phys_offset (t, p) + pc->start, a->fua);
-      unpin (t, p);
-      return r;
-    }
-    p = alloc_locked (t, pc->l, &reused);
-    if (p != THIN_UNMAPPED)
-      break;
-    if (errno != EAGAIN) {
-      pthread_mutex_unlock (&t->lock);
-      return -1;
-    }
-  }
-  pthread_mutex_unlock (&t->lock);
-  return write_new_slot (t, pc, a, p, reused);
-}
-
-/* Commit when records wait and the request needs durability (FUA), or
- * when the buffer has grown past its bound.
- */
 static int
 commit_if_needed (struct thin *t, bool fua)
 {
-  bool needed;
+  enum commit_need need;
 
   pthread_mutex_lock (&t->lock);
-  needed = (fua && t->durable_seq + 1 < t->next_seq) ||
-           t->buflen >= BUFFER_LIMIT;
+  need = commit_needed_locked (t, fua);
   pthread_mutex_unlock (&t->lock);
-  return needed ? commit (t, false) : 0;
-}
-
-/* A run of mapped slots in one backend write; an unmapped slot alone
- * through write_piece, which allocates it.
- */
-static int
-write_run (struct thin *t, uint64_t offset, uint64_t pos, uint64_t end,
-           struct write_args *a, uint64_t *len)
-{
-  struct piece pc;
-  uint32_t p;
-  int r;
-
-  pthread_mutex_lock (&t->lock);
-  p = pin_run_locked (t, pos, end, len);
-  pthread_mutex_unlock (&t->lock);
-  if (p != THIN_UNMAPPED) {
-    r = engine_pwrite (t->e, a->buf + (pos - offset), *len,
-                            phys_offset (t, p) + (pos & (t->slot - 1)),
-                            a->fua);
-    unpin_run (t, p, pos, *len);
-    return r;
-  }
-  pc.l = pos >> t->shift;
-  pc.start = pos & (t->slot - 1);
-  pc.n = *len = MIN (t->slot - pc.start, end - pos);
-  pc.done = pos - offset;
-  return write_piece (t, &pc, a);
+  return commit_as_needed (t, need);
 }
 
 static int
@@ -581,103 +750,255 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
              uint64_t offset, bool fua)
 {
   struct thin *t = thin_of (v);
-  struct write_args a = { .buf = buf, .fua = fua };
-  uint64_t end = offset + count, len;
-  int r = 0;
+  uint64_t end = offset + count, l0, l1;
+  enum commit_need need;
+  unsigned fills = 0;
+  struct thin_op op;
+  struct plan pl;
+  int r, fresh;
 
   if (volume_check_range (v, offset, count, true) == -1)
     return -1;
-  for (uint64_t pos = offset; r == 0 && pos < end; pos += len)
-    r = write_run (t, offset, pos, end, &a, &len);
-  if (r == 0 || a.allocated)
-    r = commit_if_needed (t, fua) == -1 ? -1 : r;
-  return r;
+  slot_range (t, offset, count, &l0, &l1);
+  plan_init (&pl);
+  pthread_mutex_lock (&t->lock);
+  op_begin_locked (t, &op, l0, l1, OP_IO);
+  fresh = plan_write_locked (t, &op, &pl);
+  pthread_mutex_unlock (&t->lock);
+
+  r = fresh == -1 ? -1 : 0;
+  /* A commit follows new slots (FUA or not, see below): their data need
+   * not be written FUA.
+   */
+  if (fresh == 1)
+    r = fill_ends (t, &pl, offset, end, &fills);
+  if (r == 0)
+    r = write_plan (t, &pl, buf, offset, end, fua && fresh == 0);
+
+  pthread_mutex_lock (&t->lock);
+  if (fresh == 1)
+    r = finish_write_locked (t, &pl, r);
+  t->zero_fills += fills;
+  need = fresh == 1 && r == 0 ? commit_needed_locked (t, fua) : COMMIT_NONE;
+  op_end_locked (t, &op);
+  pthread_mutex_unlock (&t->lock);
+  plan_free (&pl);
+  return r == 0 ? commit_as_needed (t, need) : r;
 }
 
-/* Unmap a whole logical slot: wait until nobody does I/O on it, journal
- * the unmap, and hand its physical slot to the engine as a discard.  The
- * slot becomes reusable at the commit after the discard is recorded.
- */
+/* Reads: mapped runs from the engine, the rest zeros. */
+struct read_args {
+  char *buf;
+  uint64_t offset;
+};
+
 static int
-unmap_piece (struct thin *t, const struct piece *pc, bool fua)
+read_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
+          void *arg)
 {
-  uint32_t p;
+  struct read_args *a = arg;
+  char *dst = a->buf + (pos - a->offset);
+
+  if (mapped)
+    return engine_pread (t->e, dst, (uint32_t) (to - pos),
+                         run_address (t, p, pos));
+  memset (dst, 0, to - pos);
+  return 0;
+}
+
+static int
+thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
+{
+  struct thin *t = thin_of (v);
+  struct read_args a = { .buf = buf, .offset = offset };
+  uint64_t l0, l1;
+  struct thin_op op;
   int r;
 
-  pthread_mutex_lock (&t->lock);
-  for (;;) {
-    p = t->map.l2p[pc->l];
-    if (p == THIN_UNMAPPED) {
-      pthread_mutex_unlock (&t->lock);
-      return 0;
-    }
-    if (t->map.pstate[p] == THIN_MAPPED && t->map.pins[p] == 0)
-      break;
-    pthread_cond_wait (&t->changed, &t->lock);
-  }
-  if (reserve_record_locked (t) == -1 ||
-      thin_map_reserve_unmap (&t->map) == -1) {
-    pthread_mutex_unlock (&t->lock);
+  if (volume_check_range (v, offset, count, false) == -1)
     return -1;
-  }
-  thin_map_unmap (&t->map, pc->l,
-                  append_record_locked (t, THIN_REC_UNMAP, pc->l, p));
-  pthread_mutex_unlock (&t->lock);
-
-  r = engine_trim (t->e, phys_offset (t, p), t->slot, fua);
-
+  slot_range (t, offset, count, &l0, &l1);
   pthread_mutex_lock (&t->lock);
-  thin_map_unmapped (&t->map, p);
-  pthread_cond_broadcast (&t->changed);
+  op_begin_locked (t, &op, l0, l1, OP_IO);
+  pthread_mutex_unlock (&t->lock);
+  r = for_each_run (t, offset, count, read_run, &a);
+  pthread_mutex_lock (&t->lock);
+  op_end_locked (t, &op);
   pthread_mutex_unlock (&t->lock);
   return r;
 }
+
+/* Trims and zeros. */
 
 struct clear_args {
   bool zero;                        /* zero, else trim */
   bool may_trim, fua, fast;
 };
 
-/* A whole slot is unmapped; part of a mapped one goes to the engine as
- * a trim or a zero at the physical address; part of an unmapped one
- * already reads as zeros.
- */
-static int
-clear_piece (struct thin *t, const struct piece *pc, void *arg)
+/* A TRIM, or a zero that may trim, unmaps whole slots. */
+static bool
+unmaps (const struct clear_args *a)
 {
-  const struct clear_args *a = arg;
-  uint64_t off;
-  uint32_t p;
-  int r;
-
-  /* The last slot of a disk whose size is not a multiple of the slot
-   * is whole when it is covered to the end of the disk.
-   */
-  if (pc->start == 0 &&
-      (pc->n == t->slot || (pc->l << t->shift) + pc->n == t->v.size))
-    return unmap_piece (t, pc, a->fua);
-  pthread_mutex_lock (&t->lock);
-  p = pin_locked (t, pc->l);
-  pthread_mutex_unlock (&t->lock);
-  if (p == THIN_UNMAPPED)
-    return 0;
-  off = phys_offset (t, p) + pc->start;
-  r = a->zero ? engine_zero (t->e, off, pc->n, a->may_trim, a->fua,
-                                  a->fast)
-              : engine_trim (t->e, off, pc->n, a->fua);
-  unpin (t, p);
-  return r;
+  return !a->zero || a->may_trim;
 }
 
+/* The unmaps of a batch have their discard in the engine: the runs can
+ * be freed by the commit that makes their records durable.
+ */
+static void
+mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
+{
+  size_t lo = 0, hi = t->nundurable;
+
+  while (lo < hi) {                 /* the first entry >= first_seq */
+    size_t mid = lo + (hi - lo) / 2;
+
+    if (t->undurable[mid].seq < first_seq)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < t->nundurable && t->undurable[lo].seq <= last_seq; lo++)
+    t->undurable[lo].recorded = true;
+  pthread_cond_broadcast (&t->changed);
+}
+
+struct unmapped {
+  uint32_t p, n;
+};
+
+/* Unmap up to UNMAP_BATCH mapped runs of [*pos, l1), journaling each
+ * (one hold of the lock: their records are numbered from *first_seq
+ * on, one after another); fills batch and returns how many, or -1
+ * (ENOMEM; nothing more).
+ */
+static int
+unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
+                    struct unmapped *batch, uint64_t *first_seq)
+{
+  int k = 0;
+
+  while (*pos < l1 && k < UNMAP_BATCH) {
+    uint64_t n, seq;
+    uint32_t p;
+
+    if (!thin_map_lookup (&t->map, *pos, l1 - *pos, &p, &n)) {
+      *pos += n;
+      continue;
+    }
+    if (thin_reserve_records_locked (t, 1) == -1 ||
+        thin_map_remove (&t->map, *pos, n) == -1)
+      return k > 0 ? k : -1;
+    seq = thin_append_record_locked (t, THIN_REC_UNMAP, *pos, n, p);
+    if (k == 0)
+      *first_seq = seq;
+    t->undurable[t->nundurable++] = (struct thin_undurable) {
+      .seq = seq, .p = p, .n = (uint32_t) n,
+    };
+    t->undurable_slots += n;
+    batch[k++] = (struct unmapped) { p, (uint32_t) n };
+    *pos += n;
+  }
+  return k;
+}
+
+/* Unmap the whole slots [l0, l1) and hand their physical runs to the
+ * engine as discards.
+ */
+static int
+unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
+{
+  struct unmapped batch[UNMAP_BATCH];
+  uint64_t pos = l0;
+  int r = 0;
+
+  while (pos < l1) {
+    uint64_t first_seq = 0;
+    int k;
+
+    pthread_mutex_lock (&t->lock);
+    k = unmap_batch_locked (t, &pos, l1, batch, &first_seq);
+    pthread_mutex_unlock (&t->lock);
+    if (k <= 0)
+      return k;
+    for (int i = 0; i < k; i++)
+      if (engine_trim (t->e, phys_offset (t, batch[i].p),
+                       (uint64_t) batch[i].n << t->shift, fua) == -1)
+        r = -1;
+    pthread_mutex_lock (&t->lock);
+    mark_recorded_locked (t, first_seq, first_seq + k - 1);
+    pthread_mutex_unlock (&t->lock);
+    if (r == -1)
+      return -1;
+  }
+  return 0;
+}
+
+/* What a trim or zero does to mapped slots that stay mapped: a trim or
+ * zero at the physical address (unmapped ones read as zeros already).
+ */
+static int
+clear_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
+           void *arg)
+{
+  const struct clear_args *a = arg;
+
+  if (!mapped)
+    return 0;
+  return a->zero ? engine_zero (t->e, run_address (t, p, pos), to - pos,
+                                a->may_trim, a->fua, a->fast)
+                 : engine_trim (t->e, run_address (t, p, pos), to - pos,
+                                a->fua);
+}
+
+static int
+clear_mapped (struct thin *t, uint64_t offset, uint64_t length,
+              const struct clear_args *a)
+{
+  return for_each_run (t, offset, length, clear_run, (void *) a);
+}
+
+/* A whole slot is unmapped by a TRIM or a zero that may trim; the rest
+ * (parts of slots, and every slot of a zero that must not trim) stays
+ * mapped and goes to the engine at the physical address.  The last slot
+ * of a disk whose size is not a multiple of the slot is whole when it
+ * is covered to the end of the disk.
+ */
 static int
 clear (struct thin *t, uint64_t offset, uint64_t length,
        const struct clear_args *a)
 {
-  int r;
+  uint64_t end = offset + length, l0, l1, w0, w1;
+  struct thin_op op;
+  int r = 0;
 
   if (volume_check_range (&t->v, offset, length, true) == -1)
     return -1;
-  r = for_each_piece (t, offset, length, clear_piece, (void *) a);
+  slot_range (t, offset, length, &l0, &l1);
+  w0 = round_up (offset, t->slot) >> t->shift;
+  w1 = end == t->v.size ? l1 : end >> t->shift;
+  if (!unmaps (a) || w1 <= w0)
+    w0 = w1 = l1;                   /* nothing to unmap */
+  pthread_mutex_lock (&t->lock);
+  op_begin_locked (t, &op, l0, l1, w1 > w0 ? OP_UNMAP : OP_IO);
+  pthread_mutex_unlock (&t->lock);
+
+  if (w1 > w0) {
+    uint64_t head_end = w0 << t->shift, tail = w1 << t->shift;
+
+    if (offset < head_end)
+      r = clear_mapped (t, offset, head_end - offset, a);
+    if (r == 0)
+      r = unmap_range (t, w0, w1, a->fua);
+    if (r == 0 && tail < end)
+      r = clear_mapped (t, tail, end - tail, a);
+  }
+  else
+    r = clear_mapped (t, offset, length, a);
+
+  pthread_mutex_lock (&t->lock);
+  op_end_locked (t, &op);
+  pthread_mutex_unlock (&t->lock);
   if (r == 0)
     r = commit_if_needed (t, a->fua);
   return r;
@@ -693,10 +1014,11 @@ thin_zero (struct volume *v, uint64_t offset, uint64_t length, bool may_trim,
   };
 
   /* A fast zero must change nothing when it fails: refuse before
-   * unmapping anything if a partial slot would need slow zeroing.
+   * unmapping anything if mapped slots would need slow zeroing.
    */
   if (fast && !engine_limits (t->e)->can_zero &&
-      (!is_aligned (offset, t->slot) || !is_aligned (length, t->slot))) {
+      (!may_trim || !is_aligned (offset, t->slot) ||
+       !is_aligned (length, t->slot))) {
     errno = EOPNOTSUPP;
     return -1;
   }
@@ -719,43 +1041,36 @@ thin_trim (struct volume *v, uint64_t offset, uint64_t length, bool fua)
 static int
 thin_flush (struct volume *v)
 {
-  return commit (thin_of (v), true);
+  return thin_commit (thin_of (v), true);
 }
 
 /* Extents: unmapped slots are holes that read as zeros, mapped ones
- * data; runs of either are reported as one.
+ * data.
  */
+struct extents_args {
+  backend_extent_fn fn;
+  void *opaque;
+};
+
+static int
+extent_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
+            void *arg)
+{
+  struct extents_args *a = arg;
+
+  return a->fn (pos, to - pos, mapped ? 0 : BACKEND_EXTENT_HOLE |
+                BACKEND_EXTENT_ZERO, a->opaque);
+}
+
 static int
 thin_extents (struct volume *v, uint64_t offset, uint64_t length,
               backend_extent_fn fn, void *opaque)
 {
-  struct thin *t = thin_of (v);
-  uint64_t end, pos = offset;
+  struct extents_args a = { .fn = fn, .opaque = opaque };
 
   if (volume_check_range (v, offset, length, false) == -1)
     return -1;
-  end = offset + length;
-  while (pos < end) {
-    uint64_t run = pos;
-    uint32_t type = 0;
-
-    pthread_mutex_lock (&t->lock);
-    for (bool first = true; run < end; first = false) {
-      uint64_t l = run >> t->shift;
-      uint32_t ty = t->map.l2p[l] == THIN_UNMAPPED
-                    ? BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO : 0;
-
-      if (!first && ty != type)
-        break;
-      type = ty;
-      run = MIN (round_down (run, t->slot) + t->slot, end);
-    }
-    pthread_mutex_unlock (&t->lock);
-    if (fn (pos, run - pos, type, opaque) == -1)
-      return -1;
-    pos = run;
-  }
-  return 0;
+  return for_each_run (thin_of (v), offset, length, extent_run, &a);
 }
 
 void
@@ -775,11 +1090,11 @@ thin_stats (struct volume *v, struct volume_stats *vst)
 {
   struct thin *t = thin_of (v);
   struct thin_stats *st = &vst->th;
-  uint64_t pending = 0;
+  struct thin_space_stats sp;
 
   pthread_mutex_lock (&t->lock);
-  for (uint32_t i = 0; i < t->map.nfreed; i++)
-    pending += discard_pending (t, t->map.freed[i]);
+  reap_locked (t, REAP_ON_STATS);
+  thin_space_get_stats (&t->space, &sp);
   vst->thin = true;
   st->slot = t->slot;
   st->size = t->v.size;
@@ -787,13 +1102,20 @@ thin_stats (struct volume *v, struct volume_stats *vst)
   st->trims = t->trims;
   st->trim_bytes = t->trim_bytes;
   st->mapped = t->map.mapped;
-  st->free_undurable = t->map.nundurable;
-  st->free_pending = pending;
-  st->free_clean = t->map.nphys - t->map.mapped - t->map.nundurable -
-                   pending;
+  st->mapped_runs = thin_map_runs (&t->map);
+  st->free_undurable = t->undurable_slots;
+  st->free_pending = sp.pending;
+  st->free_pending_runs = sp.pending_runs;
+  st->free_pending_largest = sp.pending_largest;
+  st->free_clean = sp.clean;
+  st->free_clean_runs = sp.clean_runs;
+  st->free_zero = sp.zero;
+  st->map_bytes = thin_map_memory (&t->map);
+  st->memory_bytes = st->map_bytes + sp.memory;
   st->allocated = t->allocated;
   st->reused = t->reused;
   st->enospc = t->enospc;
+  st->zero_fills = t->zero_fills;
   st->commits = t->commits;
   st->journal_bytes = t->meta_bytes;
   st->checkpoints = t->checkpoints;
@@ -806,17 +1128,17 @@ thin_dump_map_batch (struct volume *v, uint64_t from, uint64_t *logical,
                      uint64_t *physical, size_t max)
 {
   struct thin *t = thin_of (v);
+  struct extent x;
   size_t n = 0;
 
   pthread_mutex_lock (&t->lock);
-  for (uint64_t l = from; l < t->map.nlogical && n < max; l++) {
-    uint32_t p = t->map.l2p[l];
-
-    if (p != THIN_UNMAPPED && t->map.pstate[p] == THIN_MAPPED) {
+  while (n < max && extmap_find_from (t->map.runs, from, &x)) {
+    for (uint64_t l = MAX (from, x.offset);
+         l < x.offset + x.length && n < max; l++, n++) {
       logical[n] = l;
-      physical[n] = p;
-      n++;
+      physical[n] = x.time + (l - x.offset);
     }
+    from = x.offset + x.length;
   }
   pthread_mutex_unlock (&t->lock);
   return n;
@@ -824,7 +1146,31 @@ thin_dump_map_batch (struct volume *v, uint64_t from, uint64_t *logical,
 
 /* Opening. */
 
-/* The slot against the backend, and the pool's and the disk's sizes. */
+/* slot=auto: the slot size of an existing meta file (both format
+ * versions hold it at offset 16), else the discard granularity, at
+ * least 4 KiB: the block of the common filesystems, so that they free
+ * whole slots, where a larger slot leaves parts of slots pending that
+ * no reuse can cancel (docs/design-notes.md, "Thin mode").
+ */
+static uint64_t
+auto_slot (struct engine *e, const char *meta)
+{
+  unsigned char h[24];
+  uint64_t slot = 0;
+  int fd = open (meta, O_RDONLY | O_CLOEXEC);
+
+  if (fd >= 0) {
+    if (pread (fd, h, sizeof h, 0) == (ssize_t) sizeof h &&
+        memcmp (h, "DCTHIN\0\0", 8) == 0)
+      slot = get64 (h + 16);
+    close (fd);
+  }
+  if (is_power_of_2 (slot) && slot >= 512 && slot <= (UINT64_C (1) << 30))
+    return slot;
+  return MAX (UINT64_C (4096), engine_granularity (e));
+}
+
+/* The slot against the backend, and the pool's size. */
 static int
 check_geometry (struct engine *e, struct thin *t)
 {
@@ -836,129 +1182,9 @@ check_geometry (struct engine *e, struct thin *t)
               t->slot, engine_granularity (e));
     return -1;
   }
-  if (bsize / t->slot == 0 || bsize / t->slot >= THIN_UNMAPPED) {
+  if (bsize / t->slot == 0 || bsize / t->slot > THIN_MAX_PHYS) {
     dc_error ("slot=%" PRIu64 ": the backend's %" PRIu64 " bytes must hold "
-              "from 1 to %" PRIu32 " slots", t->slot, bsize, THIN_UNMAPPED - 1);
-    return -1;
-  }
-  if (t->id.size / t->slot >= THIN_UNMAPPED) {
-    dc_error ("size=%" PRIu64 ": more than %" PRIu32 " slots of %" PRIu64
-              " bytes: use a larger slot=", t->id.size, THIN_UNMAPPED - 1,
-              t->slot);
-    return -1;
-  }
-  return 0;
-}
-
-static int
-create_meta (struct thin *t)
-{
-  void *image;
-  size_t len;
-  int fd;
-
-  if (t->read_only) {
-    dc_error ("meta=%s: does not exist, and the backend is read-only",
-              t->path);
-    errno = ENOENT;
-    return -1;
-  }
-  if (thin_checkpoint_encode (&t->id, t->map.l2p, t->map.nlogical, 1, 0,
-                              (uint64_t) time (NULL), &image, &len) == -1)
-    return -1;
-  fd = write_meta_file (t, image, len);
-  free (image);
-  if (fd == -1)
-    return -1;
-  t->fd = fd;
-  t->journal_end = len;
-  t->next_seq = 1;
-  dc_debug ("meta=%s: created for %" PRIu64 " logical slots of %" PRIu64
-            " bytes over %" PRIu32 " physical", t->path, t->map.nlogical,
-            t->slot, t->map.nphys);
-  return 0;
-}
-
-static int
-read_whole (int fd, const char *path, unsigned char **image, size_t *len)
-{
-  struct stat st;
-  ssize_t r;
-
-  if (fstat (fd, &st) == -1 || (uint64_t) st.st_size > META_MAX) {
-    dc_error ("meta=%s: cannot read it, or larger than 4G", path);
-    return -1;
-  }
-  *len = st.st_size;
-  *image = malloc (*len + 1);
-  if (*image == NULL) {
-    dc_error ("meta=%s: out of memory", path);
-    return -1;
-  }
-  for (size_t got = 0; got < *len; got += r) {
-    r = pread (fd, *image + got, *len - got, got);
-    if (r <= 0) {
-      dc_error ("meta=%s: read error: %m", path);
-      free (*image);
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* Recover from an existing meta file, cutting off a torn tail. */
-static int
-load_meta (struct thin *t, int fd)
-{
-  CLEANUP_FREE unsigned char *image = NULL;
-  struct thin_recovery rec;
-  char why[256];
-  size_t len;
-
-  if (flock (fd, t->read_only ? LOCK_SH | LOCK_NB : LOCK_EX | LOCK_NB) == -1) {
-    dc_error ("meta=%s: in use by another server (%m)", t->path);
-    return -1;
-  }
-  if (read_whole (fd, t->path, &image, &len) == -1)
-    return -1;
-  if (thin_meta_recover (image, len, &t->id, &t->map, &rec, why,
-                         sizeof why) == -1) {
-    dc_error ("meta=%s: %s: refusing to start (it is left as it is; a new "
-              "meta file would forget every mapping)", t->path, why);
-    errno = EINVAL;
-    return -1;
-  }
-  if (rec.valid_len < len) {
-    dc_debug ("meta=%s: cut a torn journal tail of %zu bytes",
-              t->path, len - rec.valid_len);
-    if (!t->read_only && (ftruncate (fd, rec.valid_len) == -1 ||
-                          fdatasync (fd) == -1)) {
-      dc_error ("meta=%s: cannot cut the torn tail: %m", t->path);
-      return -1;
-    }
-  }
-  t->fd = fd;
-  t->journal_end = rec.valid_len;
-  t->next_seq = rec.next_seq;
-  t->last_checkpoint = rec.checkpoint_time;
-  dc_debug ("meta=%s: %" PRIu64 " slots mapped after replaying %" PRIu64
-            " journal records", t->path, t->map.mapped, rec.records);
-  return 0;
-}
-
-static int
-open_meta (struct thin *t)
-{
-  int fd = open (t->path, (t->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-
-  if (fd == -1 && errno == ENOENT)
-    return create_meta (t);
-  if (fd == -1) {
-    dc_error ("meta=%s: %m", t->path);
-    return -1;
-  }
-  if (load_meta (t, fd) == -1) {
-    close (fd);
+              "from 1 to %" PRIu32 " slots", t->slot, bsize, THIN_MAX_PHYS);
     return -1;
   }
   return 0;
@@ -983,10 +1209,12 @@ thin_new (struct engine *e, const struct volume_config *cfg)
   t->v.limits = *engine_limits (e);
   t->v.limits.can_extents = true;
   t->fd = -1;
-  t->slot = cfg->slot;
+  t->slot = cfg->slot ? cfg->slot : auto_slot (e, cfg->meta);
   t->shift = __builtin_ctzll (t->slot);
   t->read_only = t->v.limits.read_only;
   t->journal_limit = JOURNAL_LIMIT;
+  for (unsigned i = 0; i < THIN_ACTIVE_TAILS; i++)
+    t->tails[i] = THIN_MAX_PHYS;
   t->id.slot = t->slot;
   t->id.size = t->v.size;
   t->id.backend_size = engine_size (e);
@@ -1004,11 +1232,13 @@ static void
 thin_free (struct thin *t)
 {
   thin_map_free (&t->map);
+  thin_space_free (&t->space);
   if (t->fd >= 0)
     close (t->fd);
   pthread_cond_destroy (&t->changed);
   pthread_mutex_destroy (&t->commit_lock);
   pthread_mutex_destroy (&t->lock);
+  free (t->undurable);
   free (t->buf);
   free (t->path);
   free (t);
@@ -1019,11 +1249,7 @@ thin_close (struct volume *v)
 {
   struct thin *t = thin_of (v);
 
-  if (!t->read_only && commit (t, false) == 0) {
-    pthread_mutex_lock (&t->commit_lock);
-    checkpoint (t);
-    pthread_mutex_unlock (&t->commit_lock);
-  }
+  thin_meta_close (t);
   thin_free (t);
 }
 
@@ -1044,7 +1270,6 @@ struct volume *
 thin_volume_open (struct engine *e, const struct volume_config *cfg)
 {
   struct thin *t;
-  uint64_t nlogical;
 
   if (cfg->meta == NULL) {
     dc_error ("thin=on needs meta=FILE");
@@ -1058,17 +1283,14 @@ thin_volume_open (struct engine *e, const struct volume_config *cfg)
     errno = EINVAL;
     return NULL;
   }
-  nlogical = (t->id.size + t->slot - 1) >> t->shift;
-  if (thin_map_init (&t->map, nlogical,
-                     (uint32_t) (engine_size (e) >> t->shift)) == -1 ||
-      open_meta (t) == -1) {
+  if (thin_map_init (&t->map, (t->v.size + t->slot - 1) >> t->shift,
+                     engine_size (e) >> t->shift) == -1 ||
+      thin_space_init (&t->space) == -1 || thin_meta_open (t) == -1) {
     int saved_errno = errno;
 
     thin_free (t);
     errno = saved_errno;
     return NULL;
   }
-  t->durable_seq = t->next_seq - 1;
-  t->meta_bytes = t->journal_end;
   return &t->v;
 }

@@ -1,23 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode (thin=on).  The exported disk is cut into
- * logical slots of slot= bytes, each unmapped (reads as zeros) or mapped
- * to one physical slot of the backend.  Three concerns, one file each:
+/* discardcache: thin mode (thin=on), its pure parts.  The exported disk
+ * is cut into logical slots of slot= bytes; runs of logical slots are
+ * mapped to runs of physical slots of the backend.  Nothing here does
+ * I/O or locking (thin.c and thin-meta.c do, holding the thin lock), so
+ * the unit tests and the fuzz target drive these directly:
  *
- *   thin-map.c      the slot table and the allocator, in memory, no I/O
- *                   and no locks (the caller holds the thin lock);
- *   thin-journal.c  the meta file: a header and a zstd-compressed
- *                   checkpoint of the map, then journal records;
- *   thin.c          the engine glue: each request is cut per slot and
- *                   sent to the identity-mode engine at the physical
- *                   address, and the journal is committed at FLUSH/FUA.
+ *   thin-map.c      the map: logical runs -> physical runs, on the
+ *                   extent map's B+tree (extmap_new_runs), and the
+ *                   checks recovery makes against the free set;
+ *   thin-space.c    free physical slots and the allocator's queries:
+ *                   freed slots whose discard may be pending (best fit
+ *                   by run length, then most recently freed), clean
+ *                   ones, and which of those are known to read as zeros;
+ *   thin-journal.c  the meta file's format: a checkpoint of runs, then
+ *                   journal records, each describing a run;
+ *   thin-meta-v1.c  format version 1 (one entry per logical slot),
+ *                   read to convert it.
  *
- * Physical slot life cycle:
- *   CLEAN -> INIT (allocated, its first write in progress) -> MAPPED
- *   MAPPED -> UNMAPPING (a TRIM or zero unmapped it; its discard is being
- *   recorded) -> UNDURABLE (the discard is recorded; the unmap is not in
- *   the journal on disk yet) -> FREED (on the LIFO of reusable slots).
- * Only CLEAN and FREED slots are allocatable: a slot whose unmap could
- * still be undone by a crash is never handed to another logical slot.
+ * Memory follows the number of runs, never the exported or backend
+ * size.  See docs/design-notes.md, "Thin mode".
  */
 #ifndef DISCARDCACHE_THIN_H
 #define DISCARDCACHE_THIN_H
@@ -27,131 +28,201 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "extmap.h"
 
-#define THIN_UNMAPPED UINT32_MAX
+/* Physical slots are 32-bit (the run map's value column): at most this
+ * many in the pool.
+ */
+#define THIN_MAX_PHYS UINT32_MAX
 
-enum thin_pstate {
-  THIN_CLEAN,                  /* never used since the map was loaded */
-  THIN_INIT,                   /* allocated, first write in progress */
-  THIN_MAPPED,
-  THIN_UNMAPPING,              /* unmapped, discard not recorded yet */
-  THIN_UNDURABLE,              /* unmapped, unmap not durable yet */
-  THIN_FREED,                  /* on the LIFO, allocatable */
-};
-
-/* An unmap waiting for its journal record to become durable. */
-struct thin_undurable {
-  uint64_t seq;                /* its record's sequence number */
-  uint32_t phys;
-};
+/* --- thin-map.c: the map of runs --- */
 
 struct thin_map {
-  uint64_t nlogical;
-  uint32_t nphys;
-  uint32_t *l2p;               /* logical -> physical or THIN_UNMAPPED */
-  uint32_t *p2l;               /* physical -> logical (valid when mapped) */
-  uint8_t *pstate;             /* enum thin_pstate per physical slot */
-  uint32_t *pins;              /* requests doing I/O on the slot now */
-  uint32_t *freed;             /* LIFO: freed[nfreed-1] is reused first */
-  uint32_t nfreed;
-  uint32_t next_clean;         /* slots from here on are CLEAN */
-  struct thin_undurable *undurable; /* in sequence order */
-  uint32_t nundurable;
-  size_t capundurable;
-  uint64_t mapped;             /* MAPPED or INIT slots */
+  struct extmap *runs;         /* logical slot -> physical slot (the
+                                  extent's time field: where it starts) */
+  uint64_t nlogical;           /* logical slots (the last may be short) */
+  uint64_t nphys;              /* physical slots */
+  uint64_t mapped;             /* slots mapped */
 };
 
-/* --- thin-map.c --- */
-
-/* An empty map (every logical slot unmapped, every physical slot
- * clean).  0, or -1 with errno (ENOMEM reported).
- */
+/* An empty map.  0, or -1 with errno ENOMEM (reported). */
 extern int thin_map_init (struct thin_map *m, uint64_t nlogical,
-                          uint32_t nphys);
+                          uint64_t nphys);
 extern void thin_map_free (struct thin_map *m);
 
-/* Take a slot for logical slot l (unmapped): the most recently freed,
- * else the lowest clean one; it becomes INIT.  Returns the physical
- * slot, or THIN_UNMAPPED when none is allocatable.  *reused tells
- * whether it came from the freed LIFO.
+/* What logical slot l starts: a mapped run (true; *p its physical slot,
+ * *n how many slots from l on continue it) or a gap (false; *n slots up
+ * to the next mapped one), *n at most max.
  */
-extern uint32_t thin_map_alloc (struct thin_map *m, uint64_t l, bool *reused);
+extern bool thin_map_lookup (const struct thin_map *m, uint64_t l,
+                             uint64_t max, uint32_t *p, uint64_t *n);
 
-/* The first write of an INIT slot succeeded: it is MAPPED. */
-extern void thin_map_mapped (struct thin_map *m, uint32_t p);
-
-/* The first write of an INIT slot failed: unmap it; it is reusable at
- * once (it was never durable) and is zero-filled again on allocation.
+/* Map [l, l+n) (unmapped) to [p, p+n).  0, or -1 with errno (EINVAL:
+ * out of range or already mapped; ENOMEM).  Nothing changes on error.
  */
-extern void thin_map_abort (struct thin_map *m, uint32_t p);
+extern int thin_map_add (struct thin_map *m, uint64_t l, uint64_t n,
+                         uint32_t p);
 
-/* Room for one more unmap, so that the unmap itself cannot fail.  0,
- * or -1 with errno ENOMEM (reported).
+/* Unmap [l, l+n), one mapped run's part.  0, or -1 with errno ENOMEM
+ * (splitting a run needs a node); nothing changes on error.
  */
-extern int thin_map_reserve_unmap (struct thin_map *m);
+extern int thin_map_remove (struct thin_map *m, uint64_t l, uint64_t n);
 
-/* Unmap logical slot l (MAPPED, no pins; room reserved) under journal
- * record seq; its slot becomes UNMAPPING.  Returns the physical slot.
+/* Bytes the map holds, and its runs. */
+extern size_t thin_map_memory (const struct thin_map *m);
+extern uint64_t thin_map_runs (const struct thin_map *m);
+
+/* Recovery.  The free set is every physical slot no run maps, a plain
+ * extent map of slot ranges; each replayed record is checked against
+ * the map and the free set together, so no per-slot table is needed.
  */
-extern uint32_t thin_map_unmap (struct thin_map *m, uint64_t l, uint64_t seq);
 
-/* The discard of an UNMAPPING slot is recorded: it is UNDURABLE. */
-extern void thin_map_unmapped (struct thin_map *m, uint32_t p);
-
-/* Records up to seq are durable: UNDURABLE slots unmapped by them join
- * the freed LIFO in the order they were unmapped.  Returns how many.
+/* The free set of m: NULL and errno EINVAL if two runs share a
+ * physical slot (or ENOMEM).
  */
-extern uint32_t thin_map_commit (struct thin_map *m, uint64_t seq);
+extern struct extmap *thin_map_free_set (const struct thin_map *m);
 
-/* Slots that a commit could make allocatable (UNMAPPING or UNDURABLE). */
-extern uint32_t thin_map_pending_free (const struct thin_map *m);
-
-/* Replay one journal record on a map being recovered (every slot
- * MAPPED, FREED or CLEAN).  -1 if it contradicts the map (mapping a
- * mapped slot, unmapping what is not so mapped, out of range).
+/* A MAP record: [l, l+n) must be unmapped and [p, p+n) free.  An UNMAP
+ * record: [l, l+n) must be mapped to [p, p+n).  0, or -1 (EINVAL for a
+ * contradiction, ENOMEM); after -1 the recovery is abandoned, m and
+ * free are only good for freeing.
  */
-extern int thin_map_replay_map (struct thin_map *m, uint64_t l, uint32_t p);
-extern int thin_map_replay_unmap (struct thin_map *m, uint64_t l, uint32_t p);
+extern int thin_map_replay_map (struct thin_map *m, struct extmap *free_set,
+                                uint64_t l, uint64_t n, uint32_t p);
+extern int thin_map_replay_unmap (struct thin_map *m, struct extmap *free_set,
+                                  uint64_t l, uint64_t n, uint32_t p);
 
-/* The replay is over: rebuild the freed LIFO from the slots' states. */
-extern void thin_map_replay_done (struct thin_map *m);
+/* --- thin-space.c: free physical slots --- */
 
-/* Load l2p (nlogical entries) as the whole map, with slots below
- * high_water that are not mapped FREED and the others CLEAN.  -1 if an
- * entry is out of range or a physical slot is mapped twice.
+struct thin_space {
+  struct extmap *pending;      /* freed; their discard may still be
+                                  pending (time: when freed, a sequence
+                                  number, merged runs take the newest) */
+  struct extmap *index;        /* the pending runs by length class, most
+                                  recently freed first (see thin-space.c) */
+  struct extmap *clean;        /* free with nothing to discard */
+  struct extmap *zero;         /* ... and known to read as zeros */
+  uint32_t next_seq;           /* the next free sequence number */
+  uint32_t seq_limit;          /* renumber when next_seq reaches it */
+  uint64_t lost;               /* slots dropped for want of memory */
+};
+
+/* Which set a free slot is in. */
+enum thin_free_kind {
+  THIN_NOT_FREE = 0, THIN_PENDING, THIN_CLEAN, THIN_ZERO,
+};
+
+extern int thin_space_init (struct thin_space *s);
+extern void thin_space_free (struct thin_space *s);
+
+/* Add free slots [p, p+n): clean (zero: known to read as zeros), or
+ * freed with a discard maybe pending (the most recently freed now).
+ * They merge with free neighbours of the same set.  A failure for want
+ * of memory loses the slots until the next start (counted in lost,
+ * reported).
  */
-extern int thin_map_load (struct thin_map *m, const uint32_t *l2p,
-                          uint32_t high_water);
+extern void thin_space_add_clean (struct thin_space *s, uint64_t p,
+                                  uint64_t n, bool zero);
+extern void thin_space_add_pending (struct thin_space *s, uint64_t p,
+                                    uint64_t n);
 
-/* --- thin-journal.c: the meta file --- */
+/* Take free_set (a plain extent map of slot ranges, owned from now on)
+ * as all the clean slots, or all the zero ones; that set must be empty.
+ */
+extern void thin_space_adopt (struct thin_space *s, struct extmap *free_set,
+                              bool zero);
+
+/* The free run holding slot p, and its set (THIN_NOT_FREE: none). */
+extern enum thin_free_kind thin_space_find (const struct thin_space *s,
+                                            uint64_t p, struct extent *run);
+
+/* The allocator's picks: the pending run that fits n best (the shortest
+ * holding n, the most recently freed among those; if none holds n, the
+ * longest); the longest clean run known to read as zeros if it holds n
+ * (a first write there needs no zero-fill), else the longest clean run
+ * (THIN_ZERO or THIN_CLEAN says which, THIN_NOT_FREE none); the pending
+ * run freed longest ago.
+ */
+extern bool thin_space_best_pending (struct thin_space *s, uint64_t n,
+                                     struct extent *run);
+extern enum thin_free_kind thin_space_largest_clean
+  (const struct thin_space *s, uint64_t n, struct extent *run);
+extern bool thin_space_oldest_pending (const struct thin_space *s,
+                                       struct extent *run);
+
+/* Whether all of [p, p+n) is clean and known to read as zeros. */
+extern bool thin_space_is_zero (const struct thin_space *s, uint64_t p,
+                                uint64_t n);
+
+/* The backend says [p, p+n) reads as zeros: the clean slots in it are
+ * known zero from now on.
+ */
+extern void thin_space_learn_zero (struct thin_space *s, uint64_t p,
+                                   uint64_t n);
+
+/* Take [p, p+n), within one free run, out of the free sets: all of a
+ * pending run or an end of it (the middle works but loses the rest's
+ * place in the order); any part of a clean one.  0, or -1 with errno
+ * (EINVAL: not within one free run; ENOMEM).
+ */
+extern int thin_space_take (struct thin_space *s, uint64_t p, uint64_t n);
+
+/* The same when the run holding p and its set are known (found by
+ * thin_space_find, a pick, or thin_space_largest_clean, and nothing
+ * changed since).
+ */
+extern int thin_space_take_from (struct thin_space *s,
+                                 enum thin_free_kind kind,
+                                 const struct extent *run, uint64_t p,
+                                 uint64_t n);
+
+/* Free slots in all: pending and clean. */
+extern uint64_t thin_space_slots (const struct thin_space *s);
+
+struct thin_space_stats {
+  uint64_t pending, pending_runs, pending_largest;
+  uint64_t clean, clean_runs, clean_largest, zero;
+  size_t memory;
+};
+extern void thin_space_get_stats (const struct thin_space *s,
+                                  struct thin_space_stats *st);
+
+/* --- thin-journal.c: the meta file (format version 2) --- */
 
 /* Layout (integers little-endian):
  *   header, THIN_HEADER_SIZE bytes:
  *     0 magic "DCTHIN\0\0"   8 version (u32)     12 header size (u32)
  *    16 slot size (u64)     24 exported size    32 backend size
  *    40 kind (char[8])      48 dev (u64)        56 inode (u64)
- *    64 next sequence number (u64)              72 high water (u32)
- *    76 checkpoint raw size (u32 slots)         80 compressed size (u64)
- *    88 unix time of the checkpoint (u64)       96 CRC-32C of the header
- *       (this field as 0), the name and the payload (u32)
- *   100 name length (u32), 104 the backend's name (no NUL)
- *   payload: one zstd frame of the map, one u32 per logical slot
+ *    64 next sequence number (u64)              72 runs (u64)
+ *    80 payload size before compression (u64)   88 after (u64)
+ *    96 unix time of the checkpoint (u64)      104 name length (u32)
+ *   108 CRC-32C of the header (this field as 0), the name and the
+ *       payload (u32)
+ *   the backend's name (no NUL), then the payload: one zstd frame of,
+ *   per mapped run in logical order, three LEB128 varints: the gap from
+ *   the end of the previous run (from 0 for the first), the length, and
+ *   the physical start's distance from the end of the previous run's
+ *   physical end, zigzag-coded (a run following on from the last one
+ *   costs three bytes before compression).
  *   then journal records of THIN_RECORD_SIZE bytes:
- *     0 type (u32: 1 map, 2 unmap)   4 physical slot (u32)
- *     8 sequence number (u64)       16 logical slot (u32)
- *    20 CRC-32C of bytes 0-19 (u32)
+ *     0 type (u32: 1 map, 2 unmap)   4 slots in the run (u32)
+ *     8 sequence number (u64)       16 logical start (u64)
+ *    24 physical start (u32)        28 CRC-32C of bytes 0-27 (u32)
+ * Version 1 (thin-meta-v1.c) is read to convert it.
  */
-#define THIN_VERSION 1
-#define THIN_HEADER_SIZE 104
-#define THIN_RECORD_SIZE 24
+#define THIN_VERSION 2
+#define THIN_HEADER_SIZE 112
+#define THIN_RECORD_SIZE 32
 
 enum thin_record_type { THIN_REC_MAP = 1, THIN_REC_UNMAP = 2 };
 
 struct thin_record {
   uint32_t type;
-  uint32_t phys;
+  uint32_t count;
   uint64_t seq;
-  uint32_t logical;
+  uint64_t logical;
+  uint32_t phys;
 };
 
 /* What a meta file belongs to. */
@@ -164,17 +235,17 @@ struct thin_meta_id {
 
 extern void thin_record_encode (const struct thin_record *r,
                                 unsigned char out[THIN_RECORD_SIZE]);
-/* 0, or -1 if the checksum or the type is wrong. */
+/* 0, or -1 if the checksum, the type or the count is wrong. */
 extern int thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
                                struct thin_record *r);
 
-/* A checkpoint image of l2p (nlogical entries) for id: malloc'd into
+/* A checkpoint image of runs (a map of runs) for id: malloc'd into
  * *image, *len bytes.  0, or -1 with errno reported.
  */
 extern int thin_checkpoint_encode (const struct thin_meta_id *id,
-                                   const uint32_t *l2p, uint64_t nlogical,
-                                   uint64_t next_seq, uint32_t high_water,
-                                   uint64_t time, void **image, size_t *len);
+                                   const struct extmap *runs,
+                                   uint64_t next_seq, uint64_t time,
+                                   void **image, size_t *len);
 
 /* What recovery found. */
 struct thin_recovery {
@@ -183,17 +254,59 @@ struct thin_recovery {
   uint64_t records;            /* replayed */
   uint64_t checkpoint_time;
   size_t checkpoint_len;       /* header + name + payload */
+  uint32_t version;            /* the format read (1: to be converted) */
+  struct extmap *free;         /* physical slots no run maps (owned) */
 };
 
-/* Rebuild m (initialised to the right size) from a meta file image:
- * the checkpoint, then every record in sequence; a torn or corrupt tail
- * ends the replay (valid_len tells where).  -1 with the reason in why
- * when the image belongs to something else, its checkpoint is corrupt,
- * or a record with a good checksum contradicts the map.
+/* Rebuild m (initialised, empty) from a meta file image: the checkpoint,
+ * then every record in sequence; a torn or corrupt tail ends the replay
+ * (valid_len tells where).  Reads versions 1 and 2.  -1 with the reason
+ * in why when the image belongs to something else, is of another
+ * version, its checkpoint is corrupt, or a record with a good checksum
+ * contradicts the map.  On success rec->free is set; free it with
+ * extmap_free.
  */
 extern int thin_meta_recover (const void *image, size_t len,
                               const struct thin_meta_id *id,
                               struct thin_map *m, struct thin_recovery *rec,
                               char *why, size_t whylen);
+
+/* The CRC-32C of a checkpoint's first len bytes, the 4-byte field at
+ * crc_off taken as 0 (both versions).
+ */
+extern uint32_t thin_checkpoint_crc (const unsigned char *p, size_t len,
+                                     size_t crc_off);
+
+/* Shared by both versions' readers (thin-journal.c).  Both headers
+ * hold the slot size, the exported size, the backend's size, kind,
+ * device and inode at the same offsets; the name is elsewhere.
+ */
+extern int thin_check_identity (const unsigned char *p, const char *name,
+                                size_t namelen, const struct thin_meta_id *id,
+                                char *why, size_t whylen);
+/* Replay the records of record_size bytes from off on, decoded by
+ * decode, until a torn tail; sets rec->valid_len and rec->records.
+ * rec->free and rec->next_seq must be set.
+ */
+extern int thin_replay_records (const unsigned char *p, size_t len,
+                                size_t off, size_t record_size,
+                                int (*decode) (const unsigned char *,
+                                               struct thin_record *),
+                                struct thin_map *m, struct thin_recovery *rec,
+                                char *why, size_t whylen);
+
+/* --- thin-meta-v1.c: format version 1 --- */
+
+#define THIN_V1_HEADER_SIZE 104
+#define THIN_V1_RECORD_SIZE 24
+
+/* Load a version 1 image (its checkpoint and journal) into m.  Same
+ * contract as thin_meta_recover, which calls it.
+ */
+extern int thin_meta_recover_v1 (const unsigned char *p, size_t len,
+                                 const struct thin_meta_id *id,
+                                 struct thin_map *m,
+                                 struct thin_recovery *rec,
+                                 char *why, size_t whylen);
 
 #endif /* DISCARDCACHE_THIN_H */

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: the thin volume's state, shared by thin.c (the data
+ * path and the allocator's policy) and thin-meta.c (the meta file on
+ * disk: commits, checkpoints, opening).
+ *
+ * Locks: commit_lock (one commit or checkpoint at a time, and the meta
+ * file's descriptor), then lock (everything else, never held across
+ * I/O), then the engine's.  Nothing below calls up.
+ */
+#ifndef DISCARDCACHE_THIN_INTERNAL_H
+#define DISCARDCACHE_THIN_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "thin.h"
+#include "volume-internal.h"
+
+/* An unmapped physical run whose slots are not free yet: its record may
+ * not be durable, or its discard not yet handed to the engine (a slot
+ * reused before that could take the late discard over its new data).
+ */
+struct thin_undurable {
+  uint64_t seq;                     /* its UNMAP record's number */
+  uint32_t p, n;                    /* physical slots */
+  bool recorded;                    /* engine_trim has returned */
+};
+
+/* Streams whose next slot the allocator keeps free for them. */
+#define THIN_ACTIVE_TAILS 16
+
+struct thin {
+  struct volume v;                  /* first: thin_of casts back */
+  struct engine *e;                 /* v.engine */
+  struct thin_meta_id id;
+  uint64_t slot;
+  unsigned shift;
+  char *path;                       /* meta= */
+  bool read_only;
+
+  pthread_mutex_t commit_lock;      /* one commit or checkpoint at a time; */
+  int fd;                           /* the meta file, written under it */
+  uint64_t journal_end;             /* its length */
+  uint64_t journal_limit;
+
+  pthread_mutex_t lock;             /* guards everything below */
+  pthread_cond_t changed;           /* a request ended, slots were freed */
+  struct thin_map map;
+  struct thin_space space;
+  struct thin_op *ops;              /* requests in flight (thin.c) */
+  uint64_t next_ticket;
+  struct thin_undurable *undurable; /* in sequence order */
+  size_t nundurable, capundurable;
+  uint64_t undurable_slots;
+  uint64_t tails[THIN_ACTIVE_TAILS]; /* where recent streams continue */
+  unsigned next_tail;
+  unsigned char *buf;               /* encoded records not on disk yet */
+  size_t buflen, bufcap;
+  uint64_t next_seq;                /* the next record's number */
+  uint64_t durable_seq;             /* records up to this are on disk */
+  uint64_t trims, trim_bytes;       /* as the client sent them */
+  uint64_t allocated, reused, enospc, zero_fills, commits, checkpoints;
+  uint64_t last_checkpoint;
+  uint64_t meta_bytes;              /* journal_end, for stats */
+};
+
+/* --- thin-meta.c --- */
+
+/* Room for n more records (and unmap entries), so that what follows
+ * cannot fail half-way.  Lock held.  0, or -1 with ENOMEM (reported).
+ */
+extern int thin_reserve_records_locked (struct thin *t, size_t n);
+
+/* Append a record; returns its sequence number.  Lock held, room
+ * reserved.
+ */
+extern uint64_t thin_append_record_locked (struct thin *t, uint32_t type,
+                                           uint64_t l, uint64_t n,
+                                           uint32_t p);
+
+/* Make every record appended so far durable, after the data they point
+ * at; then the runs they unmapped whose discard is recorded become
+ * free.  client_flush: a client's FLUSH (flush-discards= applies).
+ * Lock not held.
+ */
+extern int thin_commit (struct thin *t, bool client_flush);
+
+/* The same, unless a commit is under way (then 0 at once: that one, or
+ * the next, takes the records).
+ */
+extern int thin_commit_unless_busy (struct thin *t);
+
+/* Load or create meta= and fill t->map and the free space.  0, or -1
+ * (reported).
+ */
+extern int thin_meta_open (struct thin *t);
+
+/* At a clean close: commit and write a checkpoint. */
+extern void thin_meta_close (struct thin *t);
+
+/* --- thin.c --- */
+
+/* Whether physical slots [p, p+n) read as zeros without a write: the
+ * one place that decides it (see docs/design-notes.md).  Lock held.
+ */
+extern bool thin_reads_as_zeros_locked (struct thin *t, uint64_t p,
+                                        uint64_t n);
+
+#endif /* DISCARDCACHE_THIN_INTERNAL_H */

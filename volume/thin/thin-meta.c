@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: the thin volume's meta file on disk (the format is in
+ * thin-journal.c): records are buffered in memory and appended by a
+ * commit after the backend is flushed, so a durable mapping always
+ * points at flushed data; a checkpoint of the durable map replaces the
+ * journal when it grows; at start the file is recovered, a version 1
+ * file converted, and the free space sorted out.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arith.h"
+#include "cleanup.h"
+#include "fileio.h"
+#include "grow.h"
+#include "log.h"
+#include "thin-internal.h"
+
+/* The largest meta file we load. */
+#define META_MAX (UINT64_C (1) << 32)
+
+/* Records. */
+
+int
+thin_reserve_records_locked (struct thin *t, size_t n)
+{
+  while (t->buflen + n * THIN_RECORD_SIZE > t->bufcap) {
+    void *p = grow_array (t->buf, &t->bufcap, 1, 64 * THIN_RECORD_SIZE);
+
+    if (p == NULL)
+      goto nomem;
+    t->buf = p;
+  }
+  while (t->nundurable + n > t->capundurable) {
+    void *p = grow_array (t->undurable, &t->capundurable,
+                          sizeof *t->undurable, 64);
+
+    if (p == NULL)
+      goto nomem;
+    t->undurable = p;
+  }
+  return 0;
+
+ nomem:
+  dc_error ("thin: out of memory for the journal");
+  errno = ENOMEM;
+  return -1;
+}
+
+uint64_t
+thin_append_record_locked (struct thin *t, uint32_t type, uint64_t l,
+                           uint64_t n, uint32_t p)
+{
+  struct thin_record r = {
+    .type = type, .count = (uint32_t) n, .seq = t->next_seq++,
+    .logical = l, .phys = p,
+  };
+
+  thin_record_encode (&r, t->buf + t->buflen);
+  t->buflen += THIN_RECORD_SIZE;
+  return r.seq;
+}
+
+/* The meta file. */
+
+/* Write a checkpoint image to meta.tmp, make it durable and rename it
+ * over meta: the old file (checkpoint + journal) stays whole until the
+ * new one replaces it.  Returns the new file's descriptor, locked.
+ */
+static int
+write_meta_file (struct thin *t, const void *image, size_t len)
+{
+  CLEANUP_FREE char *tmp = NULL;
+  int fd;
+
+  if (asprintf (&tmp, "%s.tmp", t->path) == -1) {
+    dc_error ("meta=%s: out of memory", t->path);
+    return -1;
+  }
+  fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd == -1) {
+    dc_error ("meta=%s: cannot create %s: %m", t->path, tmp);
+    return -1;
+  }
+  if (flock (fd, LOCK_EX | LOCK_NB) == -1 ||
+      pwrite_all (fd, image, len, 0) == -1 || fdatasync (fd) == -1 ||
+      rename (tmp, t->path) == -1 || fsync_dir (t->path) == -1) {
+    dc_error ("meta=%s: cannot write a checkpoint: %m", t->path);
+    close (fd);
+    unlink (tmp);
+    return -1;
+  }
+  return fd;
+}
+
+struct copy {
+  struct extmap *to;
+  int err;
+};
+
+static int
+copy_run (const struct extent *x, void *opaque)
+{
+  struct copy *c = opaque;
+
+  return extmap_insert (c->to, x->offset, x->length, x->time) == -1 ? -1 : 0;
+}
+
+/* The durable map: a copy of the map with the buffered (not yet
+ * durable) records undone, newest first.  Slots being set up are not in
+ * the map yet.  Lock held; the caller holds commit_lock, so the buffer
+ * is not being written.  O(runs) under the lock, once a checkpoint.
+ */
+static struct extmap *
+durable_map_locked (struct thin *t)
+{
+  struct copy c = { .to = extmap_new_runs () };
+
+  if (c.to == NULL || extmap_iterate (t->map.runs, 0, copy_run, &c) != 0)
+    goto nomem;
+  for (size_t off = t->buflen; off > 0; off -= THIN_RECORD_SIZE) {
+    struct thin_record r;
+    int err;
+
+    thin_record_decode (t->buf + off - THIN_RECORD_SIZE, &r);
+    err = r.type == THIN_REC_MAP
+          ? extmap_remove (c.to, r.logical, r.count, NULL)
+          : extmap_insert (c.to, r.logical, r.count, r.phys);
+    if (err == -1)
+      goto nomem;
+  }
+  return c.to;
+
+ nomem:
+  extmap_free (c.to);
+  return NULL;
+}
+
+/* Replace the journal by a checkpoint of the durable map.  commit_lock
+ * held.  A failure is reported and the journal simply goes on.
+ */
+static int
+checkpoint (struct thin *t)
+{
+  uint64_t next_seq, now = (uint64_t) time (NULL);
+  struct extmap *runs;
+  void *image;
+  size_t len;
+  int fd, r;
+
+  pthread_mutex_lock (&t->lock);
+  runs = durable_map_locked (t);
+  next_seq = t->durable_seq + 1;
+  pthread_mutex_unlock (&t->lock);
+  if (runs == NULL) {
+    dc_error ("meta=%s: out of memory for a checkpoint", t->path);
+    return -1;
+  }
+  r = thin_checkpoint_encode (&t->id, runs, next_seq, now, &image, &len);
+  extmap_free (runs);
+  if (r == -1)
+    return -1;
+  fd = write_meta_file (t, image, len);
+  free (image);
+  if (fd == -1)
+    return -1;
+  if (t->fd >= 0)
+    close (t->fd);
+  t->fd = fd;
+  t->journal_end = len;
+  pthread_mutex_lock (&t->lock);
+  t->checkpoints++;
+  t->last_checkpoint = now;
+  t->meta_bytes = len;
+  pthread_mutex_unlock (&t->lock);
+  return 0;
+}
+
+/* Records up to upto are durable: the runs they unmapped whose discard
+ * is recorded join the pending free set, in the order they were
+ * unmapped; the others stay (their discard is still on its way).
+ */
+static void
+release_undurable_locked (struct thin *t, uint64_t upto)
+{
+  size_t kept = 0;
+
+  for (size_t i = 0; i < t->nundurable; i++) {
+    struct thin_undurable u = t->undurable[i];
+
+    if (u.seq <= upto && u.recorded) {
+      thin_space_add_pending (&t->space, u.p, u.n);
+      t->undurable_slots -= u.n;
+    }
+    else
+      t->undurable[kept++] = u;
+  }
+  t->nundurable = kept;
+}
+
+/* A commit, commit_lock held (and released on return). */
+static int
+commit_locked (struct thin *t, bool client_flush)
+{
+  CLEANUP_FREE unsigned char *records = NULL;
+  size_t len;
+  uint64_t upto;
+  int r;
+
+  pthread_mutex_lock (&t->lock);
+  len = t->buflen;
+  upto = t->next_seq - 1;
+  if (len > 0 && (records = malloc (len)) != NULL)
+    memcpy (records, t->buf, len);
+  pthread_mutex_unlock (&t->lock);
+  if (len > 0 && records == NULL) {
+    pthread_mutex_unlock (&t->commit_lock);
+    dc_error ("thin: out of memory committing the journal");
+    errno = ENOMEM;
+    return -1;
+  }
+  r = client_flush ? engine_flush (t->e) : engine_flush_data (t->e);
+  if (r == 0 && len > 0 &&
+      (pwrite_all (t->fd, records, len, t->journal_end) == -1 ||
+       fdatasync (t->fd) == -1)) {
+    dc_error ("meta=%s: cannot write the journal: %m", t->path);
+    r = -1;
+  }
+  if (r == 0) {
+    t->journal_end += len;
+    pthread_mutex_lock (&t->lock);
+    if (len > 0) {
+      memmove (t->buf, t->buf + len, t->buflen - len);
+      t->buflen -= len;
+    }
+    t->durable_seq = upto;
+    release_undurable_locked (t, upto);
+    t->commits++;
+    t->meta_bytes = t->journal_end;
+    pthread_cond_broadcast (&t->changed);
+    pthread_mutex_unlock (&t->lock);
+    if (t->journal_end > t->journal_limit)
+      checkpoint (t);
+  }
+  pthread_mutex_unlock (&t->commit_lock);
+  return r;
+}
+
+int
+thin_commit (struct thin *t, bool client_flush)
+{
+  pthread_mutex_lock (&t->commit_lock);
+  return commit_locked (t, client_flush);
+}
+
+int
+thin_commit_unless_busy (struct thin *t)
+{
+  if (pthread_mutex_trylock (&t->commit_lock) != 0)
+    return 0;
+  return commit_locked (t, false);
+}
+
+/* Opening. */
+
+static int
+create_meta (struct thin *t)
+{
+  void *image;
+  size_t len;
+  int fd;
+
+  if (t->read_only) {
+    dc_error ("meta=%s: does not exist, and the backend is read-only",
+              t->path);
+    errno = ENOENT;
+    return -1;
+  }
+  if (thin_checkpoint_encode (&t->id, t->map.runs, 1, (uint64_t) time (NULL),
+                              &image, &len) == -1)
+    return -1;
+  fd = write_meta_file (t, image, len);
+  free (image);
+  if (fd == -1)
+    return -1;
+  t->fd = fd;
+  t->journal_end = len;
+  t->next_seq = 1;
+  dc_debug ("meta=%s: created for %" PRIu64 " logical slots of %" PRIu64
+            " bytes over %" PRIu64 " physical", t->path, t->map.nlogical,
+            t->slot, t->map.nphys);
+  return 0;
+}
+
+static int
+read_whole (int fd, const char *path, unsigned char **image, size_t *len)
+{
+  struct stat st;
+  ssize_t r;
+
+  if (fstat (fd, &st) == -1 || (uint64_t) st.st_size > META_MAX) {
+    dc_error ("meta=%s: cannot read it, or larger than 4G", path);
+    return -1;
+  }
+  *len = st.st_size;
+  *image = malloc (*len + 1);
+  if (*image == NULL) {
+    dc_error ("meta=%s: out of memory", path);
+    return -1;
+  }
+  for (size_t got = 0; got < *len; got += r) {
+    r = pread (fd, *image + got, *len - got, got);
+    if (r <= 0) {
+      dc_error ("meta=%s: read error: %m", path);
+      free (*image);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* A version 1 file becomes a version 2 checkpoint at once: its records
+ * are replayed, so nothing of it is needed afterwards.
+ */
+static int
+convert_v1 (struct thin *t)
+{
+  dc_debug ("meta=%s: format version 1, converting to version %d",
+            t->path, THIN_VERSION);
+  if (t->read_only)
+    return 0;
+  pthread_mutex_lock (&t->commit_lock);
+  t->durable_seq = t->next_seq - 1;
+  if (checkpoint (t) == -1) {
+    pthread_mutex_unlock (&t->commit_lock);
+    dc_error ("meta=%s: cannot convert it from format version 1", t->path);
+    return -1;
+  }
+  pthread_mutex_unlock (&t->commit_lock);
+  return 0;
+}
+
+/* Recover from an existing meta file, cutting off a torn tail.  *unmapped
+ * gets the physical slots no run maps.
+ */
+static int
+load_meta (struct thin *t, int fd, struct extmap **unmapped)
+{
+  CLEANUP_FREE unsigned char *image = NULL;
+  struct thin_recovery rec;
+  char why[256];
+  size_t len;
+
+  if (flock (fd, t->read_only ? LOCK_SH | LOCK_NB : LOCK_EX | LOCK_NB) == -1) {
+    dc_error ("meta=%s: in use by another server (%m)", t->path);
+    return -1;
+  }
+  if (read_whole (fd, t->path, &image, &len) == -1)
+    return -1;
+  if (thin_meta_recover (image, len, &t->id, &t->map, &rec, why,
+                         sizeof why) == -1) {
+    dc_error ("meta=%s: %s: refusing to start (it is left as it is; a new "
+              "meta file would forget every mapping)", t->path, why);
+    errno = EINVAL;
+    return -1;
+  }
+  *unmapped = rec.free;
+  t->fd = fd;
+  t->next_seq = rec.next_seq;
+  t->last_checkpoint = rec.checkpoint_time;
+  if (rec.version != THIN_VERSION)
+    return convert_v1 (t);
+  if (rec.valid_len < len) {
+    dc_debug ("meta=%s: cut a torn journal tail of %zu bytes",
+              t->path, len - rec.valid_len);
+    if (!t->read_only && (ftruncate (fd, rec.valid_len) == -1 ||
+                          fdatasync (fd) == -1)) {
+      dc_error ("meta=%s: cannot cut the torn tail: %m", t->path);
+      return -1;
+    }
+  }
+  t->journal_end = rec.valid_len;
+  dc_debug ("meta=%s: %" PRIu64 " slots mapped in %" PRIu64 " runs after "
+            "replaying %" PRIu64 " journal records", t->path, t->map.mapped,
+            thin_map_runs (&t->map), rec.records);
+  return 0;
+}
+
+/* The free space, sorted out once at start. */
+
+struct learn {
+  struct thin *t;
+  struct extmap *zeros;
+};
+
+/* A range the backend reads as zeros: its whole slots. */
+static int
+learn_extent (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
+{
+  struct learn *ln = opaque;
+  uint64_t from = round_up (offset, ln->t->slot) >> ln->t->shift;
+  uint64_t to = round_down (offset + length, ln->t->slot) >> ln->t->shift;
+
+  if ((type & BACKEND_EXTENT_ZERO) && to > from)
+    extmap_insert (ln->zeros, from, to - from, 0);
+  return 0;
+}
+
+/* Which slots read as zeros: the backend's own answer, asked once here
+ * (a sparse file's holes, an NBD server's zero extents).  Asked afresh
+ * at every start, never stored: a slot written but not yet committed
+ * when the server was killed reads as data now, and is not taken for
+ * zero.  NULL (nothing known) when the backend cannot say.
+ */
+static struct extmap *
+backend_zeros (struct thin *t)
+{
+  struct learn ln = { .t = t, .zeros = extmap_new () };
+  uint64_t size = t->map.nphys << t->shift;
+
+  if (ln.zeros == NULL || !engine_limits (t->e)->can_extents ||
+      engine_extents (t->e, 0, size, learn_extent, &ln) == -1) {
+    dc_debug ("meta=%s: the backend does not say which slots read as "
+              "zeros: a new slot is zeroed around its first write", t->path);
+    extmap_free (ln.zeros);
+    return NULL;
+  }
+  return ln.zeros;
+}
+
+static int
+learn_zero_run (const struct extent *x, void *opaque)
+{
+  thin_space_learn_zero (opaque, x->offset, x->length);
+  return 0;
+}
+
+struct sort_free {
+  struct thin *t;
+};
+
+static int
+sort_free_run (const struct extent *x, void *opaque)
+{
+  struct thin *t = ((struct sort_free *) opaque)->t;
+
+  if (engine_discard_pending (t->e, x->offset << t->shift,
+                              x->length << t->shift))
+    thin_space_add_pending (&t->space, x->offset, x->length);
+  else
+    thin_space_add_clean (&t->space, x->offset, x->length, false);
+  return 0;
+}
+
+/* Free slots are clean, except those the engine still has a discard for
+ * (loaded from state=), and the clean ones are zero where the backend
+ * says so.  On a backend that reads zeros everywhere and has nothing
+ * pending, the free set becomes the zero map as it is (owned from now
+ * on: *unmapped is set to NULL).
+ */
+static void
+sort_free (struct thin *t, struct extmap **unmapped)
+{
+  struct extmap *zeros = backend_zeros (t);
+  struct sort_free sf = { .t = t };
+  struct extent x;
+  bool all_zero;
+  uint32_t now;
+
+  all_zero = zeros && extmap_count (zeros) == 1 &&
+             extmap_bytes (zeros) == t->map.nphys;
+  if (engine_dump_batch (t->e, 0, &x, 1, &now) > 0)
+    extmap_iterate (*unmapped, 0, sort_free_run, &sf);
+  else {
+    thin_space_adopt (&t->space, *unmapped, all_zero);
+    *unmapped = NULL;
+  }
+  if (zeros && !all_zero)
+    extmap_iterate (zeros, 0, learn_zero_run, &t->space);
+  extmap_free (zeros);
+}
+
+int
+thin_meta_open (struct thin *t)
+{
+  struct extmap *unmapped = NULL;
+  int fd = open (t->path, (t->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  int r;
+
+  if (fd == -1 && errno == ENOENT) {
+    r = create_meta (t);
+    if (r == 0 && (unmapped = thin_map_free_set (&t->map)) == NULL) {
+      dc_error ("thin: out of memory for the free space");
+      r = -1;
+    }
+  }
+  else if (fd == -1) {
+    dc_error ("meta=%s: %m", t->path);
+    return -1;
+  }
+  else if ((r = load_meta (t, fd, &unmapped)) == -1 && t->fd != fd)
+    close (fd);
+  if (r == 0) {
+    sort_free (t, &unmapped);
+    t->durable_seq = t->next_seq - 1;
+    t->meta_bytes = t->journal_end;
+  }
+  extmap_free (unmapped);
+  return r;
+}
+
+void
+thin_meta_close (struct thin *t)
+{
+  if (t->read_only || thin_commit (t, false) == -1)
+    return;
+  pthread_mutex_lock (&t->commit_lock);
+  checkpoint (t);
+  pthread_mutex_unlock (&t->commit_lock);
+}
