@@ -692,22 +692,41 @@ def report_memory(t, out, targets):
               fmt(t.med(case, "dc", "frag_trim_iops"), 0), fmt(t.med(case, "dc", "flush_s"))]]))
         out.append("")
         targets.append(("4. memory, " + case, verdict(per <= 48, "%.1f bytes per pending extent in the whole process (target ≤ 48)" % per)))
-        report_stats_stall(t, case, out)
+        report_stats_stall(t, case, out, targets)
 
 
-def report_stats_stall(t, case, out):
+def report_stats_stall(t, case, out, targets):
     """Client writes alone and while discardctl stats polls the full map."""
     if t.med(case, "dc", "polled_write_max") is None:
         return
     out.append(
         "With those extents pending: QD 1 4 KiB random writes to a spare MiB (fio, %s s "
-        "each), alone and while `discardctl stats` runs back to back (%s calls/s). Each "
-        "call reads the map's running totals under the engine lock (O(1), no walk), so the "
-        "writes' worst latencies show whether polling still stalls clients.\n"
-        % (fmt(t.med(case, "dc", "stall_s"), 0), fmt(t.med(case, "dc", "stats_calls_per_s"), 0)))
-    rows = write_rows(t, case, ("alone", "polled"), ("p50", "p99", "p99.9", "max"))
+        "each), alone; while `discardctl stats` runs back to back, a new process each call "
+        "(*polled*, %s calls/s); while one `discardctl stats --watch=1ms` asks back to back "
+        "on one connection (*watched*, %s calls/s); and, as the control for *polled*, while "
+        "`discardctl --version` runs back to back without asking the server anything "
+        "(*spawned*). Each call reads the map's running totals under the engine lock (O(1), "
+        "no walk). On two cores *polled* also pays for starting hundreds of processes a "
+        "second, which *spawned* shows alone; *watched* shows what the server's answers "
+        "cost the writes.\n"
+        % (fmt(t.med(case, "dc", "stall_s"), 0), fmt(t.med(case, "dc", "stats_calls_per_s"), 0),
+           fmt(t.med(case, "dc", "watch_calls_per_s"), 0)))
+    jobs = tuple(j for j in ("alone", "polled", "watched", "spawned")
+                 if t.med(case, "dc", j + "_write_p99") is not None)
+    rows = write_rows(t, case, jobs, ("p50", "p99", "p99.9", "max"))
     out.append(md_table(["writes", "IOPS", "p50 ms", "p99 ms", "p99.9 ms", "max ms"], rows))
     out.append("")
+    alone = t.med(case, "dc", "alone_write_p99")
+    for job in ("watched", "polled"):
+        p99 = t.med(case, "dc", job + "_write_p99")
+        if alone and p99 is not None:
+            ratio = p99 / alone
+            note = "" if job == "watched" else (
+                ", spawning alone %.2fx" % (t.med(case, "dc", "spawned_write_p99") / alone)
+                if t.med(case, "dc", "spawned_write_p99") else "")
+            targets.append(("4. memory, writes %s by stats" % job, verdict(
+                ratio <= 1.5, "write p99 %.3f ms against %.3f ms alone: %.2fx (target ≤ 1.5x%s)"
+                % (p99, alone, ratio, note))))
 
 
 def report_fragments(t, case, out):
