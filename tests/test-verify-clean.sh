@@ -9,7 +9,10 @@
 # delay=0 idle=0 trims are forwarded at once, so most later trims land
 # on known-clean space and are skipped; a write that failed to make its
 # granule dirty would leave its data under a skipped trim: a mismatch.
-# Then with max-clean-extents=16, so that the map forgets all the time.
+# Then with max-clean-extents=16, so that the map forgets all the time:
+# the map stays within its bound and nothing reads wrong.  Whether any
+# trim still lands on one of 16 remembered ranges depends on timing (a
+# TSan build runs a tenth of the operations), so it is not asserted.
 #
 # Directed: nbdkit's log filter shows what the device receives.  A range
 # trimmed and forwarded is known clean: trimming it again sends nothing.
@@ -28,7 +31,7 @@ verify_expect clean forwarded -gt 0
 verify_run_file clean-bound "delay=0 idle=0 max-clean-extents=16" \
     --ops "$(verify_ops 20000)" --unaligned 0 --trim-zeroes
 verify_expect clean-bound clean_forgotten_bytes -gt 0
-verify_expect clean-bound already_clean_bytes -gt 0
+verify_expect clean-bound clean_extents -le 16
 
 # The directed case.
 dir=$TESTDIR
