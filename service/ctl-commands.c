@@ -182,46 +182,46 @@ do_dump (struct ctl_client *c)
   return ctl_out_send (c);
 }
 
-/* dump --map: the thin slot map, one mapped slot a line. */
+/* dump --map: the thin slot map, one run of slots a line (a line a
+ * slot would make a 1 GiB disk of 4 KiB slots 262,144 lines).
+ */
 static int
 do_dump_map (struct ctl_client *c)
 {
-  uint64_t *lg = malloc (DUMP_BATCH * sizeof *lg), from = 0, count = 0;
-  uint64_t *ph = malloc (DUMP_BATCH * sizeof *ph);
+  struct volume_map_run *runs = malloc (DUMP_BATCH * sizeof *runs);
+  uint64_t from = 0, count = 0, slots = 0;
   struct volume_stats st;
   ssize_t n = 0;
   FILE *fp;
 
   volume_get_stats (c->s->v, &st);
   if (!st.thin) {
-    free (lg);
-    free (ph);
+    free (runs);
     return ctl_send_error (c, "dump --map: the server is not in thin mode "
                            "(thin=on)");
   }
-  if (lg == NULL || ph == NULL) {
-    free (lg);
-    free (ph);
+  if (runs == NULL)
     return ctl_send_error (c, "out of memory");
-  }
-  while ((n = volume_dump_map_batch (c->s->v, from, lg, ph, DUMP_BATCH)) > 0) {
+  while ((n = volume_dump_map_batch (c->s->v, from, runs, DUMP_BATCH)) > 0) {
     if (ctl_stopping (c->s) || (fp = ctl_out_open (c)) == NULL)
       break;
-    for (ssize_t i = 0; i < n; i++)
+    for (ssize_t i = 0; i < n; i++) {
       fprintf (fp, "{\"offset\":%" PRIu64 ",\"physical\":%" PRIu64
-               ",\"length\":%" PRIu64 "}\n", lg[i] * st.th.slot,
-               ph[i] * st.th.slot, st.th.slot);
+               ",\"length\":%" PRIu64 "}\n", runs[i].logical * st.th.slot,
+               runs[i].physical * st.th.slot, runs[i].length * st.th.slot);
+      slots += runs[i].length;
+    }
     if (ctl_out_send (c) == -1)
       break;
     count += n;
-    from = lg[n - 1] + 1;
+    from = runs[n - 1].logical + runs[n - 1].length;
   }
-  free (lg);
-  free (ph);
+  free (runs);
   if (n > 0 || (fp = ctl_out_open (c)) == NULL)
     return -1;
-  fprintf (fp, "{\"ok\":true,\"dump\":\"done\",\"slots\":%" PRIu64
-           ",\"slot\":%" PRIu64 "}\n", count, st.th.slot);
+  fprintf (fp, "{\"ok\":true,\"dump\":\"done\",\"runs\":%" PRIu64
+           ",\"slots\":%" PRIu64 ",\"slot\":%" PRIu64 "}\n",
+           count, slots, st.th.slot);
   return ctl_out_send (c);
 }
 

@@ -33,17 +33,23 @@ start_nbdkit -P "$dir/last.pid" -U "$dir/last.sock" "$PLUGIN" \
     ctl="$dir/ctl.sock"
 /usr/bin/python3 "$abs_top_srcdir/tests/thin-crash.py" "$dir/last.sock" \
     "$dir" 6 256 65536 || fail "after the last kill"
-# discardctl shows the pool and the map: one line per mapped slot, no
-# physical slot twice.
+# discardctl shows the pool and the map: one line per run of the map
+# (as many as the statistics' mapped runs), as many slots as are
+# mapped, no physical slot twice.
 wait_for_ctl "$dir/ctl.sock"
 "$DISCARDCTL" -s "$dir/ctl.sock" stats | grep -E '^  (thin|slots|slot use|journal):'
 "$DISCARDCTL" -s "$dir/ctl.sock" stats --json > "$dir/live.json"
 "$DISCARDCTL" -s "$dir/ctl.sock" dump --map > "$dir/map.txt" ||
     fail "discardctl dump --map"
 mapped=$(json_get "$dir/live.json" thin_mapped)
-[ "$(wc -l < "$dir/map.txt")" -eq "$mapped" ] ||
-    fail "dump --map shows $(wc -l < "$dir/map.txt") slots, stats $mapped"
-[ "$(cut -d' ' -f2 "$dir/map.txt" | sort -u | wc -l)" -eq "$mapped" ] ||
+runs=$(json_get "$dir/live.json" thin_mapped_runs)
+slot=$(json_get "$dir/live.json" thin_slot)
+[ "$(wc -l < "$dir/map.txt")" -eq "$runs" ] ||
+    fail "dump --map shows $(wc -l < "$dir/map.txt") runs, stats $runs"
+[ "$(awk -v s="$slot" '{ n += $3 / s } END { print n }' "$dir/map.txt")" -eq "$mapped" ] ||
+    fail "dump --map's runs do not add up to the $mapped mapped slots"
+sort -n -k2 "$dir/map.txt" |
+    awk '$2 < end { bad = 1 } { end = $2 + $3 } END { exit bad }' ||
     fail "dump --map: a physical slot is mapped twice"
 stop_pidfile "$dir/last.pid" nbdkit
 wait_for_file "$dir/stats.json" || fail "no statistics"

@@ -34,7 +34,7 @@
   "  flush [--wait] [--progress] [--json]\n" \
   "                            forward every pending discard now\n" \
   "  dump [--json]             pending extents: offset length age_ms\n" \
-  "  dump --map [--json]       thin mode's slot map: offset physical length\n" \
+  "  dump --map [--json]       thin mode's map in runs: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
   "  set KEY=VALUE...          change delay, minlen, idle, rate or budget\n" \
   "  forget-clean [--json]     forget what the backend has discarded, so\n" \
@@ -296,7 +296,7 @@ cmd_dump (const struct cmdline *cl, struct ctl_conn *conn)
 {
   struct jf_object o;
   int r = ctl_conn_send (conn, cl->map ? "dump --map" : "dump");
-  /* The third column: an extent's age, or a mapped slot's place. */
+  /* The third column: an extent's age, or a mapped run's place. */
   const char *third = cl->map ? "physical" : "age_ms";
 
   if (r != EXIT_OK)

@@ -29,8 +29,7 @@ struct volume_ops {
   void (*stats) (struct volume *v, struct volume_stats *st);
   /* NULL: not a mapping volume (ENOTSUP). */
   ssize_t (*dump_map_batch) (struct volume *v, uint64_t from,
-                             uint64_t *logical, uint64_t *physical,
-                             size_t max);
+                             struct volume_map_run *runs, size_t max);
   void (*close) (struct volume *v);
 };
 

@@ -110,12 +110,12 @@ volume_get_stats (struct volume *v, struct volume_stats *st)
 }
 
 ssize_t
-volume_dump_map_batch (struct volume *v, uint64_t from, uint64_t *logical,
-                       uint64_t *physical, size_t max)
+volume_dump_map_batch (struct volume *v, uint64_t from,
+                       struct volume_map_run *runs, size_t max)
 {
   if (v->ops->dump_map_batch == NULL) {
     errno = ENOTSUP;
     return -1;
   }
-  return v->ops->dump_map_batch (v, from, logical, physical, max);
+  return v->ops->dump_map_batch (v, from, runs, max);
 }

@@ -119,14 +119,20 @@ extern int volume_extents (struct volume *v, uint64_t offset, uint64_t length,
 /* The statistics: the engine's and the volume's own. */
 extern void volume_get_stats (struct volume *v, struct volume_stats *st);
 
-/* Thin mode's map: copy up to max mappings of logical slots from slot
- * `from' on, in order, into logical[] and physical[] (slot numbers; the
- * slot size is in the statistics).  Returns how many (0: none left), or
- * -1 with errno ENOTSUP on an identity volume.  The volume's lock is
- * held for one batch only.
+/* One run of thin mode's map: logical slots [logical, logical+length)
+ * at physical slots [physical, physical+length).
+ */
+struct volume_map_run {
+  uint64_t logical, physical, length;
+};
+
+/* Thin mode's map: copy up to max runs that hold logical slots from slot
+ * `from' on, in order, into runs[] (slot numbers; the slot size is in
+ * the statistics; a run holding `from' starts there).  Returns how many
+ * (0: none left), or -1 with errno ENOTSUP on an identity volume.  The
+ * volume's lock is held for one batch only.
  */
 extern ssize_t volume_dump_map_batch (struct volume *v, uint64_t from,
-                                      uint64_t *logical, uint64_t *physical,
-                                      size_t max);
+                                      struct volume_map_run *runs, size_t max);
 
 #endif /* DISCARDCACHE_VOLUME_H */

@@ -154,11 +154,11 @@ assert_filled (uint64_t offset, uint32_t length, int byte)
 static int64_t
 phys_of (uint64_t l)
 {
-  uint64_t lg, ph;
+  struct volume_map_run run;
 
-  if (volume_dump_map_batch (vol, l, &lg, &ph, 1) <= 0 || lg != l)
+  if (volume_dump_map_batch (vol, l, &run, 1) <= 0 || run.logical != l)
     return -1;
-  return ph;
+  return run.physical;
 }
 
 static unsigned char *

@@ -1124,20 +1124,22 @@ thin_stats (struct volume *v, struct volume_stats *vst)
 }
 
 static ssize_t
-thin_dump_map_batch (struct volume *v, uint64_t from, uint64_t *logical,
-                     uint64_t *physical, size_t max)
+thin_dump_map_batch (struct volume *v, uint64_t from,
+                     struct volume_map_run *runs, size_t max)
 {
   struct thin *t = thin_of (v);
   struct extent x;
   size_t n = 0;
 
   pthread_mutex_lock (&t->lock);
-  while (n < max && extmap_find_from (t->map.runs, from, &x)) {
-    for (uint64_t l = MAX (from, x.offset);
-         l < x.offset + x.length && n < max; l++, n++) {
-      logical[n] = l;
-      physical[n] = x.time + (l - x.offset);
-    }
+  for (; n < max && extmap_find_from (t->map.runs, from, &x); n++) {
+    uint64_t l = MAX (from, x.offset);
+
+    /* A run's physical start is kept in the extent's time field. */
+    runs[n] = (struct volume_map_run) {
+      .logical = l, .physical = x.time + (l - x.offset),
+      .length = x.offset + x.length - l,
+    };
     from = x.offset + x.length;
   }
   pthread_mutex_unlock (&t->lock);
