@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 
 #include "arith.h"
 #include "crc32c.h"
+#include "fileio.h"
 #include "grow.h"
 #include "le.h"
 #include "log.h"
@@ -237,21 +237,6 @@ state_encoder_free (struct state_encoder *enc)
 
 /* Decoding. */
 
-static int
-fail (char *why, size_t whylen, const char *fmt, ...)
-  __attribute__ ((format (printf, 3, 4)));
-
-static int
-fail (char *why, size_t whylen, const char *fmt, ...)
-{
-  va_list args;
-
-  va_start (args, fmt);
-  vsnprintf (why, whylen, fmt, args);
-  va_end (args);
-  return -1;
-}
-
 static void
 get_identity (const unsigned char *p, size_t hsize, size_t namelen,
               struct state_identity *id)
@@ -290,17 +275,17 @@ state_read_header (const void *image, size_t len, struct state_header *h,
   uint64_t expect;
 
   if (len < STATE_V1_HEADER_SIZE)
-    return fail (why, whylen, "truncated: %zu bytes, less than the %d-byte "
+    return fileio_fail (why, whylen, "truncated: %zu bytes, less than the %d-byte "
                  "header", len, STATE_V1_HEADER_SIZE);
   if (memcmp (p, magic, sizeof magic) != 0)
-    return fail (why, whylen, "not a discardcache state file (bad magic)");
+    return fileio_fail (why, whylen, "not a discardcache state file (bad magic)");
   version = get32 (p + OFF_VERSION);
   if (version != 1 && version != STATE_VERSION)
-    return fail (why, whylen, "format version %" PRIu32 ", this discardcache "
+    return fileio_fail (why, whylen, "format version %" PRIu32 ", this discardcache "
                  "reads versions 1 and %d", version, STATE_VERSION);
   hsize = version == 1 ? STATE_V1_HEADER_SIZE : STATE_HEADER_SIZE;
   if (len < hsize)
-    return fail (why, whylen, "truncated: %zu bytes, less than the %" PRIu32
+    return fileio_fail (why, whylen, "truncated: %zu bytes, less than the %" PRIu32
                  "-byte header", len, hsize);
   namelen = get32 (p + OFF_NAMELEN);
   h->payload_len = get64 (p + OFF_PAYLEN);
@@ -308,13 +293,13 @@ state_read_header (const void *image, size_t len, struct state_header *h,
       namelen >= sizeof h->id.name || p[OFF_KIND + 7] != 0 ||
       get32 (p + OFF_SHIFT) > 62 || get32 (p + OFF_RESERVED) != 0 ||
       get_clean_fields (p, version, h) == -1)
-    return fail (why, whylen, "corrupt header");
+    return fileio_fail (why, whylen, "corrupt header");
   expect = hsize + namelen;
   if (ADD_OVERFLOW (expect, h->payload_len, &expect) || expect != len)
-    return fail (why, whylen, "%zu bytes, the header says %" PRIu64
+    return fileio_fail (why, whylen, "%zu bytes, the header says %" PRIu64
                  ": truncated or corrupt", len, expect);
   if (get32 (p + OFF_CRC) != state_checksum (image, len))
-    return fail (why, whylen, "checksum mismatch: the file is corrupt");
+    return fileio_fail (why, whylen, "checksum mismatch: the file is corrupt");
   get_identity (p, hsize, namelen, &h->id);
   h->version = version;
   h->count = get64 (p + OFF_COUNT);
@@ -340,24 +325,24 @@ state_check_identity (const struct state_header *h,
   const struct state_identity *was = &h->id;
 
   if (strcmp (was->kind, now->kind) != 0)
-    return fail (why, whylen, "saved for a %s backend, this one is %s",
+    return fileio_fail (why, whylen, "saved for a %s backend, this one is %s",
                  was->kind, now->kind);
   if (has_inode (now->kind) && (was->dev != now->dev || was->ino != now->ino))
-    return fail (why, whylen, "saved for another %s (device %u:%u inode %"
+    return fileio_fail (why, whylen, "saved for another %s (device %u:%u inode %"
                  PRIu64 ", %s), this is device %u:%u inode %" PRIu64,
                  was->kind, major (was->dev), minor (was->dev), was->ino,
                  was->name, major (now->dev), minor (now->dev), now->ino);
   if (!has_inode (now->kind) && strcmp (was->name, now->name) != 0)
-    return fail (why, whylen, "saved for %s, this backend is %s",
+    return fileio_fail (why, whylen, "saved for %s, this backend is %s",
                  was->name, now->name);
   if (was->size != now->size)
-    return fail (why, whylen, "saved for a backend of %" PRIu64 " bytes, "
+    return fileio_fail (why, whylen, "saved for a backend of %" PRIu64 " bytes, "
                  "this one has %" PRIu64, was->size, now->size);
   if (was->granularity != now->granularity)
-    return fail (why, whylen, "saved with granularity %" PRIu64 ", now %"
+    return fileio_fail (why, whylen, "saved with granularity %" PRIu64 ", now %"
                  PRIu64, was->granularity, now->granularity);
   if (was->mtime_ns != now->mtime_ns)
-    return fail (why, whylen, "the backend file was modified after the state "
+    return fileio_fail (why, whylen, "the backend file was modified after the state "
                  "was saved (mtime %" PRIu64 " ns, now %" PRIu64 " ns)",
                  was->mtime_ns, now->mtime_ns);
   return 0;
@@ -452,14 +437,14 @@ next_extent (struct reader *r, const struct state_header *h, unsigned shift,
     rc = -1;
   }
   if (rc == -1)
-    return fail (why, whylen, "corrupt payload: %s", r->error);
+    return fileio_fail (why, whylen, "corrupt payload: %s", r->error);
   if (len == 0 || gap > (UINT64_MAX >> shift) || len > (UINT64_MAX >> shift))
-    return fail (why, whylen, "corrupt payload: an extent is empty or too long");
+    return fileio_fail (why, whylen, "corrupt payload: an extent is empty or too long");
   gap <<= shift;
   len <<= shift;
   if (ADD_OVERFLOW (prev_end, gap, offset) || ADD_OVERFLOW (*offset, len, &end) ||
       end > h->id.size)
-    return fail (why, whylen, "corrupt payload: an extent ends beyond the "
+    return fileio_fail (why, whylen, "corrupt payload: an extent ends beyond the "
                  "backend's %" PRIu64 " bytes", h->id.size);
   *length = len;
   return 1;
@@ -490,11 +475,11 @@ decode (struct reader *r, const struct state_header *h, state_extent_fn fn,
     if (rc != 1)
       break;
     if (++n[list] > want[list])
-      return fail (why, whylen, "corrupt payload: more than the %" PRIu64
+      return fileio_fail (why, whylen, "corrupt payload: more than the %" PRIu64
                    " %s extents the header declares", want[list],
                    list == STATE_CLEAN ? "known-clean" : "pending");
     if (fn && fn (list, offset, length, opaque) != 0)
-      return fail (why, whylen, "could not apply an extent");
+      return fileio_fail (why, whylen, "could not apply an extent");
     prev_end = offset + length;
     bytes[list] += length;
   }
@@ -502,15 +487,15 @@ decode (struct reader *r, const struct state_header *h, state_extent_fn fn,
     return -1;
   for (int i = 0; i < 2; i++)
     if (n[i] != want[i] || bytes[i] != want_bytes[i])
-      return fail (why, whylen, "corrupt payload: %" PRIu64 " %s extents of %"
+      return fileio_fail (why, whylen, "corrupt payload: %" PRIu64 " %s extents of %"
                    PRIu64 " bytes, the header says %" PRIu64 " of %" PRIu64,
                    n[i], i == STATE_CLEAN ? "known-clean" : "pending",
                    bytes[i], want[i], want_bytes[i]);
   if (r->total != h->raw_len)
-    return fail (why, whylen, "corrupt payload: %" PRIu64 " bytes, the header "
+    return fileio_fail (why, whylen, "corrupt payload: %" PRIu64 " bytes, the header "
                  "says %" PRIu64, r->total, h->raw_len);
   if (r->in.pos != r->in.size)
-    return fail (why, whylen, "corrupt payload: data after the compressed frame");
+    return fileio_fail (why, whylen, "corrupt payload: data after the compressed frame");
   return 0;
 }
 
@@ -525,11 +510,11 @@ state_decode_extents (const void *image, const struct state_header *h,
   int ret;
 
   if (r == NULL)
-    return fail (why, whylen, "out of memory");
+    return fileio_fail (why, whylen, "out of memory");
   memset (r, 0, offsetof (struct reader, out));
   if ((r->dctx = ZSTD_createDCtx ()) == NULL) {
     free (r);
-    return fail (why, whylen, "out of memory");
+    return fileio_fail (why, whylen, "out of memory");
   }
   ZSTD_DCtx_setParameter (r->dctx, ZSTD_d_windowLogMax, WINDOW_LOG_MAX);
   r->in.src = (const unsigned char *) image + h->payload_offset;

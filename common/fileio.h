@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +62,23 @@ fsync_dir (const char *path)
   close (fd);
   errno = err;
   return r;
+}
+
+/* Format why a file was refused into why[whylen]; returns -1, so that a
+ * check can end with "return fileio_fail (why, whylen, ...)".
+ */
+static inline int fileio_fail (char *why, size_t whylen, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static inline int
+fileio_fail (char *why, size_t whylen, const char *fmt, ...)
+{
+  va_list args;
+
+  va_start (args, fmt);
+  vsnprintf (why, whylen, fmt, args);
+  va_end (args);
+  return -1;
 }
 
 #endif /* DISCARDCACHE_FILEIO_H */

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "arith.h"
 #include "crc32c.h"
+#include "fileio.h"
 #include "grow.h"
 #include "le.h"
 #include "log.h"
@@ -35,21 +35,6 @@ enum {
 #define COMPRESSION_LEVEL 3
 /* Bytes one run takes in the payload at most (three varints). */
 #define RUN_MAX_BYTES (3 * VARINT_MAX_BYTES)
-
-static int
-fail (char *why, size_t whylen, const char *fmt, ...)
-  __attribute__ ((format (printf, 3, 4)));
-
-static int
-fail (char *why, size_t whylen, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (why, whylen, fmt, ap);
-  va_end (ap);
-  return -1;
-}
 
 void
 thin_record_encode (const struct thin_record *r,
@@ -202,7 +187,7 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
   bool has_inode = id->backend.dev != 0 || id->backend.ino != 0;
 
   if (get64 (p + OFF_SLOT) != id->slot || get64 (p + OFF_SIZE) != id->size)
-    return fail (why, whylen, "it was created with slot=%" PRIu64 " size=%"
+    return fileio_fail (why, whylen, "it was created with slot=%" PRIu64 " size=%"
                  PRIu64 ", not slot=%" PRIu64 " size=%" PRIu64,
                  get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot,
                  id->size);
@@ -212,10 +197,10 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
                      get64 (p + OFF_INO) != id->backend.ino)) ||
       (!has_inode && (namelen != strlen (id->backend.name) ||
                       memcmp (name, id->backend.name, namelen) != 0)))
-    return fail (why, whylen, "it belongs to another backend (%.*s)",
+    return fileio_fail (why, whylen, "it belongs to another backend (%.*s)",
                  (int) namelen, name);
   if (get64 (p + OFF_BSIZE) != id->backend_size)
-    return fail (why, whylen, "the backend was %" PRIu64 " bytes when it was "
+    return fileio_fail (why, whylen, "the backend was %" PRIu64 " bytes when it was "
                  "created, it is %" PRIu64 " now", get64 (p + OFF_BSIZE),
                  id->backend_size);
   return 0;
@@ -234,18 +219,18 @@ load_runs (const unsigned char *pos, const unsigned char *end, uint64_t runs,
 
     if (varint_get (&pos, end, &gap) == -1 || varint_get (&pos, end, &n) == -1 ||
         varint_get (&pos, end, &zz) == -1)
-      return fail (why, whylen, "the checkpoint's run %" PRIu64 " is cut "
+      return fileio_fail (why, whylen, "the checkpoint's run %" PRIu64 " is cut "
                    "short", i);
     p = (int64_t) pend + unzigzag (zz);
     if (ADD_OVERFLOW (lend, gap, &l) || p < 0 || p > THIN_MAX_PHYS ||
         thin_map_add (m, l, n, (uint32_t) p) == -1)
-      return fail (why, whylen, "the checkpoint's run %" PRIu64 " is out of "
+      return fileio_fail (why, whylen, "the checkpoint's run %" PRIu64 " is out of "
                    "range or overlaps another", i);
     lend = l + n;
     pend = (uint64_t) p + n;
   }
   if (pos != end)
-    return fail (why, whylen, "the checkpoint has bytes after its runs");
+    return fileio_fail (why, whylen, "the checkpoint has bytes after its runs");
   return 0;
 }
 
@@ -262,29 +247,29 @@ load_checkpoint (const unsigned char *p, size_t len,
   int ret;
 
   if (len < THIN_HEADER_SIZE || get32 (p + OFF_HSIZE) != THIN_HEADER_SIZE)
-    return fail (why, whylen, "the checkpoint is truncated or corrupt");
+    return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
   namelen = get32 (p + OFF_NAMELEN);
   paylen = get64 (p + OFF_PAYLEN);
   rawlen = get64 (p + OFF_RAWLEN);
   runs = get64 (p + OFF_RUNS);
   if (namelen >= sizeof id->backend.name || paylen > len ||
       THIN_HEADER_SIZE + namelen + paylen > len)
-    return fail (why, whylen, "the checkpoint is truncated or corrupt");
+    return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
   end = THIN_HEADER_SIZE + namelen + paylen;
   if (get32 (p + OFF_CRC) != thin_checkpoint_crc (p, end, OFF_CRC))
-    return fail (why, whylen, "the checkpoint is corrupt (checksum mismatch)");
+    return fileio_fail (why, whylen, "the checkpoint is corrupt (checksum mismatch)");
   if (thin_check_identity (p, (const char *) p + THIN_HEADER_SIZE, namelen,
                            id, why, whylen) == -1)
     return -1;
   if (runs > m->nlogical || runs > m->nphys || rawlen > runs * RUN_MAX_BYTES)
-    return fail (why, whylen, "the checkpoint's %" PRIu64 " runs in %" PRIu64
+    return fileio_fail (why, whylen, "the checkpoint's %" PRIu64 " runs in %" PRIu64
                  " bytes cannot be", runs, rawlen);
   raw = malloc (rawlen + 1);
   if (raw == NULL)
-    return fail (why, whylen, "out of memory");
+    return fileio_fail (why, whylen, "out of memory");
   r = ZSTD_decompress (raw, rawlen, p + THIN_HEADER_SIZE + namelen, paylen);
   if (ZSTD_isError (r) || r != rawlen)
-    ret = fail (why, whylen, "the checkpoint does not decompress to its runs");
+    ret = fileio_fail (why, whylen, "the checkpoint does not decompress to its runs");
   else
     ret = load_runs (raw, raw + rawlen, runs, m, why, whylen);
   free (raw);
@@ -292,7 +277,7 @@ load_checkpoint (const unsigned char *p, size_t len,
     return -1;
   rec->free = thin_map_free_set (m);
   if (rec->free == NULL)
-    return fail (why, whylen, errno == ENOMEM ? "out of memory"
+    return fileio_fail (why, whylen, errno == ENOMEM ? "out of memory"
                  : "the checkpoint maps a physical slot twice");
   rec->next_seq = get64 (p + OFF_SEQ);
   rec->checkpoint_time = get64 (p + OFF_TIME);
@@ -321,7 +306,7 @@ thin_replay_records (const unsigned char *p, size_t len, size_t off,
           ? thin_map_replay_map (m, rec->free, r.logical, r.count, r.phys)
           : thin_map_replay_unmap (m, rec->free, r.logical, r.count, r.phys);
     if (bad)
-      return fail (why, whylen, "journal record %" PRIu64 " (%s logical "
+      return fileio_fail (why, whylen, "journal record %" PRIu64 " (%s logical "
                    "slots %" PRIu64 "+%" PRIu32 ", physical %" PRIu32 ") %s",
                    r.seq, r.type == THIN_REC_MAP ? "map" : "unmap",
                    r.logical, r.count, r.phys,
@@ -344,7 +329,7 @@ thin_meta_recover (const void *image, size_t len,
 
   memset (rec, 0, sizeof *rec);
   if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
-    return fail (why, whylen, "not a discardcache thin meta file");
+    return fileio_fail (why, whylen, "not a discardcache thin meta file");
   rec->version = get32 (p + OFF_VERSION);
   switch (rec->version) {
   case 1:
@@ -357,7 +342,7 @@ thin_meta_recover (const void *image, size_t len,
                                thin_record_decode, m, rec, why, whylen);
     break;
   default:
-    r = fail (why, whylen, "format version %" PRIu32 ": this discardcache "
+    r = fileio_fail (why, whylen, "format version %" PRIu32 ": this discardcache "
               "reads versions 1 (converted) and %d", rec->version,
               THIN_VERSION);
   }
