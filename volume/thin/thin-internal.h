@@ -44,7 +44,8 @@ struct thin {
   pthread_mutex_t commit_lock;      /* one commit or checkpoint at a time; */
   int fd;                           /* the meta file, written under it */
   uint64_t journal_end;             /* its length */
-  uint64_t journal_limit;
+  uint64_t journal_limit;           /* checkpoint past this, */
+  uint64_t journal_per_run;         /* or past this much a mapped run */
 
   pthread_mutex_t lock;             /* guards everything below */
   pthread_cond_t changed;           /* a request ended, slots were freed */
@@ -108,5 +109,10 @@ extern void thin_meta_close (struct thin *t);
  */
 extern bool thin_reads_as_zeros_locked (struct thin *t, uint64_t p,
                                         uint64_t n);
+
+/* Whether the journal has grown enough for a checkpoint.  Both locks
+ * held.
+ */
+extern bool thin_journal_full_locked (struct thin *t);
 
 #endif /* DISCARDCACHE_THIN_INTERNAL_H */

@@ -237,6 +237,8 @@ commit_locked (struct thin *t, bool client_flush)
     r = -1;
   }
   if (r == 0) {
+    bool full;
+
     t->journal_end += len;
     pthread_mutex_lock (&t->lock);
     if (len > 0) {
@@ -247,9 +249,10 @@ commit_locked (struct thin *t, bool client_flush)
     release_undurable_locked (t, upto);
     t->commits++;
     t->meta_bytes = t->journal_end;
+    full = thin_journal_full_locked (t);
     pthread_cond_broadcast (&t->changed);
     pthread_mutex_unlock (&t->lock);
-    if (t->journal_end > t->journal_limit)
+    if (full)
       checkpoint (t);
   }
   pthread_mutex_unlock (&t->commit_lock);

@@ -11,8 +11,8 @@
 
 #include "volume.h"
 
-/* Checkpoint when the journal passes bytes (tests make it small).  v
- * must be a thin volume.
+/* Checkpoint when the journal passes bytes, however large the map
+ * (tests make it small).  v must be a thin volume.
  */
 extern void thin_set_journal_limit (struct volume *v, uint64_t bytes);
 

@@ -47,8 +47,19 @@
 #include "thin-internal.h"
 #include "thin-volume.h"
 
-/* A checkpoint replaces the journal when it grows past this. */
+/* A checkpoint replaces the journal when it grows past this, and past
+ * JOURNAL_PER_RUN bytes a mapped run.  A checkpoint copies and encodes
+ * the whole map (the copy under the lock, stalling every request), so
+ * with a fixed limit its cost a write grew with the map: 4 KiB random
+ * writes into a fresh 1 GiB map of 4 KiB slots paid for one every
+ * 131,072 writes, each of up to 262,144 runs.  Two records a run bound
+ * that to about half a run copied a record, and the replay at a start
+ * to about twice as many records as the checkpoint has runs, up to
+ * JOURNAL_MAX (2M records; the meta file must stay under 4 GiB).
+ */
 #define JOURNAL_LIMIT (4 * 1024 * 1024)
+#define JOURNAL_PER_RUN (2 * THIN_RECORD_SIZE)
+#define JOURNAL_MAX (UINT64_C (64) << 20)
 /* Records buffered before a commit is started (one writer runs it, the
  * others go on), and before every writer waits for one (the memory
  * bound).
@@ -560,6 +571,23 @@ enospc_locked (struct thin *t)
   return -1;
 }
 
+/* Plan op's write again, allocating its gaps (need slots in all).  The
+ * lock was held since the pass that counted them, so the map is as it
+ * found it: a write wholly into a gap (any write into fresh space of at
+ * most a slot) skips a second lookup, which in a map of many runs costs
+ * as much as the allocation.
+ */
+static int
+plan_alloc_locked (struct thin *t, struct plan *pl, const struct thin_op *op,
+                   uint64_t need)
+{
+  pl->n = 0;
+  if (need < op->l1 - op->l0)
+    return plan_locked (t, pl, op->l0, op->l1, true);
+  reap_locked (t, REAP_ON_ALLOC);
+  return allocate_gap_locked (t, pl, op->l0, need, op->l0, op->l1);
+}
+
 /* Plan a write over [l0, l1), reserving every slot it needs first.
  * Returns 1 with the plan (op is OP_SETUP if it allocated), 0 if no
  * slot is needed, or -1 (ENOSPC having changed nothing, or the commit's
@@ -591,8 +619,7 @@ plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
     }
     if (need <= thin_space_slots (&t->space)) {
       op->plan = pl;
-      pl->n = 0;
-      if (plan_locked (t, pl, op->l0, op->l1, true) == -1) {
+      if (plan_alloc_locked (t, pl, op, need) == -1) {
         unreserve_locked (t, pl);
         return -1;
       }
@@ -1073,6 +1100,15 @@ thin_extents (struct volume *v, uint64_t offset, uint64_t length,
   return for_each_run (thin_of (v), offset, length, extent_run, &a);
 }
 
+bool
+thin_journal_full_locked (struct thin *t)
+{
+  uint64_t grown = MIN (thin_map_runs (&t->map) * t->journal_per_run,
+                        JOURNAL_MAX);
+
+  return t->journal_end > MAX (t->journal_limit, grown);
+}
+
 void
 thin_set_journal_limit (struct volume *v, uint64_t bytes)
 {
@@ -1080,6 +1116,7 @@ thin_set_journal_limit (struct volume *v, uint64_t bytes)
 
   pthread_mutex_lock (&t->commit_lock);
   t->journal_limit = bytes;
+  t->journal_per_run = 0;
   pthread_mutex_unlock (&t->commit_lock);
 }
 
@@ -1215,6 +1252,7 @@ thin_new (struct engine *e, const struct volume_config *cfg)
   t->shift = __builtin_ctzll (t->slot);
   t->read_only = t->v.limits.read_only;
   t->journal_limit = JOURNAL_LIMIT;
+  t->journal_per_run = JOURNAL_PER_RUN;
   for (unsigned i = 0; i < THIN_ACTIVE_TAILS; i++)
     t->tails[i] = THIN_MAX_PHYS;
   t->id.slot = t->slot;
