@@ -45,7 +45,7 @@ struct thin {
   int fd;                           /* the meta file, written under it */
   uint64_t journal_end;             /* its length */
   uint64_t journal_limit;           /* checkpoint past this, */
-  uint64_t journal_per_run;         /* or past this much a mapped run */
+  uint64_t journal_per_run;         /* and this much a mapped run */
 
   pthread_mutex_t lock;             /* guards everything below */
   pthread_cond_t changed;           /* a request ended, slots were freed */
