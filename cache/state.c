@@ -275,18 +275,25 @@ state_read_header (const void *image, size_t len, struct state_header *h,
   uint64_t expect;
 
   if (len < STATE_V1_HEADER_SIZE)
-    return fileio_fail (why, whylen, "truncated: %zu bytes, less than the %d-byte "
-                 "header", len, STATE_V1_HEADER_SIZE);
+    return fileio_fail (why, whylen,
+                        "truncated: %zu bytes, less than the %d-byte "
+                        "header",
+                        len, STATE_V1_HEADER_SIZE);
   if (memcmp (p, magic, sizeof magic) != 0)
-    return fileio_fail (why, whylen, "not a discardcache state file (bad magic)");
+    return fileio_fail (why, whylen,
+                        "not a discardcache state file (bad magic)");
   version = get32 (p + OFF_VERSION);
   if (version != 1 && version != STATE_VERSION)
-    return fileio_fail (why, whylen, "format version %" PRIu32 ", this discardcache "
-                 "reads versions 1 and %d", version, STATE_VERSION);
+    return fileio_fail (why, whylen,
+                        "format version %" PRIu32 ", this discardcache "
+                        "reads versions 1 and %d",
+                        version, STATE_VERSION);
   hsize = version == 1 ? STATE_V1_HEADER_SIZE : STATE_HEADER_SIZE;
   if (len < hsize)
-    return fileio_fail (why, whylen, "truncated: %zu bytes, less than the %" PRIu32
-                 "-byte header", len, hsize);
+    return fileio_fail (why, whylen,
+                        "truncated: %zu bytes, less than the %" PRIu32
+                        "-byte header",
+                        len, hsize);
   namelen = get32 (p + OFF_NAMELEN);
   h->payload_len = get64 (p + OFF_PAYLEN);
   if (get32 (p + OFF_HSIZE) != hsize ||
@@ -296,8 +303,10 @@ state_read_header (const void *image, size_t len, struct state_header *h,
     return fileio_fail (why, whylen, "corrupt header");
   expect = hsize + namelen;
   if (ADD_OVERFLOW (expect, h->payload_len, &expect) || expect != len)
-    return fileio_fail (why, whylen, "%zu bytes, the header says %" PRIu64
-                 ": truncated or corrupt", len, expect);
+    return fileio_fail (why, whylen,
+                        "%zu bytes, the header says %" PRIu64
+                        ": truncated or corrupt",
+                        len, expect);
   if (get32 (p + OFF_CRC) != state_checksum (image, len))
     return fileio_fail (why, whylen, "checksum mismatch: the file is corrupt");
   get_identity (p, hsize, namelen, &h->id);
@@ -326,25 +335,31 @@ state_check_identity (const struct state_header *h,
 
   if (strcmp (was->kind, now->kind) != 0)
     return fileio_fail (why, whylen, "saved for a %s backend, this one is %s",
-                 was->kind, now->kind);
+                        was->kind, now->kind);
   if (has_inode (now->kind) && (was->dev != now->dev || was->ino != now->ino))
-    return fileio_fail (why, whylen, "saved for another %s (device %u:%u inode %"
-                 PRIu64 ", %s), this is device %u:%u inode %" PRIu64,
-                 was->kind, major (was->dev), minor (was->dev), was->ino,
-                 was->name, major (now->dev), minor (now->dev), now->ino);
+    return fileio_fail (why, whylen,
+                        "saved for another %s (device %u:%u inode %" PRIu64
+                        ", %s), this is device %u:%u inode %" PRIu64,
+                        was->kind, major (was->dev), minor (was->dev), was->ino,
+                        was->name, major (now->dev), minor (now->dev),
+                        now->ino);
   if (!has_inode (now->kind) && strcmp (was->name, now->name) != 0)
     return fileio_fail (why, whylen, "saved for %s, this backend is %s",
-                 was->name, now->name);
+                        was->name, now->name);
   if (was->size != now->size)
-    return fileio_fail (why, whylen, "saved for a backend of %" PRIu64 " bytes, "
-                 "this one has %" PRIu64, was->size, now->size);
+    return fileio_fail (why, whylen,
+                        "saved for a backend of %" PRIu64 " bytes, "
+                        "this one has %" PRIu64,
+                        was->size, now->size);
   if (was->granularity != now->granularity)
-    return fileio_fail (why, whylen, "saved with granularity %" PRIu64 ", now %"
-                 PRIu64, was->granularity, now->granularity);
+    return fileio_fail (why, whylen,
+                        "saved with granularity %" PRIu64 ", now %" PRIu64,
+                        was->granularity, now->granularity);
   if (was->mtime_ns != now->mtime_ns)
-    return fileio_fail (why, whylen, "the backend file was modified after the state "
-                 "was saved (mtime %" PRIu64 " ns, now %" PRIu64 " ns)",
-                 was->mtime_ns, now->mtime_ns);
+    return fileio_fail (why, whylen,
+                        "the backend file was modified after the state "
+                        "was saved (mtime %" PRIu64 " ns, now %" PRIu64 " ns)",
+                        was->mtime_ns, now->mtime_ns);
   return 0;
 }
 
@@ -439,13 +454,16 @@ next_extent (struct reader *r, const struct state_header *h, unsigned shift,
   if (rc == -1)
     return fileio_fail (why, whylen, "corrupt payload: %s", r->error);
   if (len == 0 || gap > (UINT64_MAX >> shift) || len > (UINT64_MAX >> shift))
-    return fileio_fail (why, whylen, "corrupt payload: an extent is empty or too long");
+    return fileio_fail (why, whylen,
+                        "corrupt payload: an extent is empty or too long");
   gap <<= shift;
   len <<= shift;
   if (ADD_OVERFLOW (prev_end, gap, offset) || ADD_OVERFLOW (*offset, len, &end) ||
       end > h->id.size)
-    return fileio_fail (why, whylen, "corrupt payload: an extent ends beyond the "
-                 "backend's %" PRIu64 " bytes", h->id.size);
+    return fileio_fail (why, whylen,
+                        "corrupt payload: an extent ends beyond the "
+                        "backend's %" PRIu64 " bytes",
+                        h->id.size);
   *length = len;
   return 1;
 }
@@ -475,9 +493,11 @@ decode (struct reader *r, const struct state_header *h, state_extent_fn fn,
     if (rc != 1)
       break;
     if (++n[list] > want[list])
-      return fileio_fail (why, whylen, "corrupt payload: more than the %" PRIu64
-                   " %s extents the header declares", want[list],
-                   list == STATE_CLEAN ? "known-clean" : "pending");
+      return fileio_fail (why, whylen,
+                          "corrupt payload: more than the %" PRIu64
+                          " %s extents the header declares",
+                          want[list],
+                          list == STATE_CLEAN ? "known-clean" : "pending");
     if (fn && fn (list, offset, length, opaque) != 0)
       return fileio_fail (why, whylen, "could not apply an extent");
     prev_end = offset + length;
@@ -487,15 +507,19 @@ decode (struct reader *r, const struct state_header *h, state_extent_fn fn,
     return -1;
   for (int i = 0; i < 2; i++)
     if (n[i] != want[i] || bytes[i] != want_bytes[i])
-      return fileio_fail (why, whylen, "corrupt payload: %" PRIu64 " %s extents of %"
-                   PRIu64 " bytes, the header says %" PRIu64 " of %" PRIu64,
-                   n[i], i == STATE_CLEAN ? "known-clean" : "pending",
-                   bytes[i], want[i], want_bytes[i]);
+      return fileio_fail (why, whylen,
+                          "corrupt payload: %" PRIu64 " %s extents of %" PRIu64
+                          " bytes, the header says %" PRIu64 " of %" PRIu64,
+                          n[i], i == STATE_CLEAN ? "known-clean" : "pending",
+                          bytes[i], want[i], want_bytes[i]);
   if (r->total != h->raw_len)
-    return fileio_fail (why, whylen, "corrupt payload: %" PRIu64 " bytes, the header "
-                 "says %" PRIu64, r->total, h->raw_len);
+    return fileio_fail (why, whylen,
+                        "corrupt payload: %" PRIu64 " bytes, the header "
+                        "says %" PRIu64,
+                        r->total, h->raw_len);
   if (r->in.pos != r->in.size)
-    return fileio_fail (why, whylen, "corrupt payload: data after the compressed frame");
+    return fileio_fail (why, whylen,
+                        "corrupt payload: data after the compressed frame");
   return 0;
 }
 

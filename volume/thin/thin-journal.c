@@ -187,10 +187,11 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
   bool has_inode = id->backend.dev != 0 || id->backend.ino != 0;
 
   if (get64 (p + OFF_SLOT) != id->slot || get64 (p + OFF_SIZE) != id->size)
-    return fileio_fail (why, whylen, "it was created with slot=%" PRIu64 " size=%"
-                 PRIu64 ", not slot=%" PRIu64 " size=%" PRIu64,
-                 get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot,
-                 id->size);
+    return fileio_fail (why, whylen,
+                        "it was created with slot=%" PRIu64 " size=%" PRIu64
+                        ", not slot=%" PRIu64 " size=%" PRIu64,
+                        get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot,
+                        id->size);
   if (strncmp ((const char *) p + OFF_KIND, id->backend.kind,
                sizeof id->backend.kind) != 0 ||
       (has_inode && (get64 (p + OFF_DEV) != id->backend.dev ||
@@ -198,11 +199,12 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
       (!has_inode && (namelen != strlen (id->backend.name) ||
                       memcmp (name, id->backend.name, namelen) != 0)))
     return fileio_fail (why, whylen, "it belongs to another backend (%.*s)",
-                 (int) namelen, name);
+                        (int) namelen, name);
   if (get64 (p + OFF_BSIZE) != id->backend_size)
-    return fileio_fail (why, whylen, "the backend was %" PRIu64 " bytes when it was "
-                 "created, it is %" PRIu64 " now", get64 (p + OFF_BSIZE),
-                 id->backend_size);
+    return fileio_fail (why, whylen,
+                        "the backend was %" PRIu64 " bytes when it was "
+                        "created, it is %" PRIu64 " now",
+                        get64 (p + OFF_BSIZE), id->backend_size);
   return 0;
 }
 
@@ -219,13 +221,16 @@ load_runs (const unsigned char *pos, const unsigned char *end, uint64_t runs,
 
     if (varint_get (&pos, end, &gap) == -1 || varint_get (&pos, end, &n) == -1 ||
         varint_get (&pos, end, &zz) == -1)
-      return fileio_fail (why, whylen, "the checkpoint's run %" PRIu64 " is cut "
-                   "short", i);
+      return fileio_fail (why, whylen,
+                          "the checkpoint's run %" PRIu64 " is cut short",
+                          i);
     p = (int64_t) pend + unzigzag (zz);
     if (ADD_OVERFLOW (lend, gap, &l) || p < 0 || p > THIN_MAX_PHYS ||
         thin_map_add (m, l, n, (uint32_t) p) == -1)
-      return fileio_fail (why, whylen, "the checkpoint's run %" PRIu64 " is out of "
-                   "range or overlaps another", i);
+      return fileio_fail (why, whylen,
+                          "the checkpoint's run %" PRIu64 " is out of "
+                          "range or overlaps another",
+                          i);
     lend = l + n;
     pend = (uint64_t) p + n;
   }
@@ -257,19 +262,23 @@ load_checkpoint (const unsigned char *p, size_t len,
     return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
   end = THIN_HEADER_SIZE + namelen + paylen;
   if (get32 (p + OFF_CRC) != thin_checkpoint_crc (p, end, OFF_CRC))
-    return fileio_fail (why, whylen, "the checkpoint is corrupt (checksum mismatch)");
+    return fileio_fail (why, whylen,
+                        "the checkpoint is corrupt (checksum mismatch)");
   if (thin_check_identity (p, (const char *) p + THIN_HEADER_SIZE, namelen,
                            id, why, whylen) == -1)
     return -1;
   if (runs > m->nlogical || runs > m->nphys || rawlen > runs * RUN_MAX_BYTES)
-    return fileio_fail (why, whylen, "the checkpoint's %" PRIu64 " runs in %" PRIu64
-                 " bytes cannot be", runs, rawlen);
+    return fileio_fail (why, whylen,
+                        "the checkpoint's %" PRIu64 " runs in %" PRIu64
+                        " bytes cannot be",
+                        runs, rawlen);
   raw = malloc (rawlen + 1);
   if (raw == NULL)
     return fileio_fail (why, whylen, "out of memory");
   r = ZSTD_decompress (raw, rawlen, p + THIN_HEADER_SIZE + namelen, paylen);
   if (ZSTD_isError (r) || r != rawlen)
-    ret = fileio_fail (why, whylen, "the checkpoint does not decompress to its runs");
+    ret = fileio_fail (why, whylen,
+                       "the checkpoint does not decompress to its runs");
   else
     ret = load_runs (raw, raw + rawlen, runs, m, why, whylen);
   free (raw);
@@ -277,8 +286,10 @@ load_checkpoint (const unsigned char *p, size_t len,
     return -1;
   rec->free = thin_map_free_set (m);
   if (rec->free == NULL)
-    return fileio_fail (why, whylen, errno == ENOMEM ? "out of memory"
-                 : "the checkpoint maps a physical slot twice");
+    return fileio_fail (why, whylen,
+                        errno == ENOMEM
+                            ? "out of memory"
+                            : "the checkpoint maps a physical slot twice");
   rec->next_seq = get64 (p + OFF_SEQ);
   rec->checkpoint_time = get64 (p + OFF_TIME);
   rec->checkpoint_len = end;
@@ -306,12 +317,14 @@ thin_replay_records (const unsigned char *p, size_t len, size_t off,
           ? thin_map_replay_map (m, rec->free, r.logical, r.count, r.phys)
           : thin_map_replay_unmap (m, rec->free, r.logical, r.count, r.phys);
     if (bad)
-      return fileio_fail (why, whylen, "journal record %" PRIu64 " (%s logical "
-                   "slots %" PRIu64 "+%" PRIu32 ", physical %" PRIu32 ") %s",
-                   r.seq, r.type == THIN_REC_MAP ? "map" : "unmap",
-                   r.logical, r.count, r.phys,
-                   errno == ENOMEM ? "cannot be replayed: out of memory"
-                   : "contradicts the map");
+      return fileio_fail (why, whylen,
+                          "journal record %" PRIu64 " (%s logical "
+                          "slots %" PRIu64 "+%" PRIu32 ", physical %" PRIu32
+                          ") %s",
+                          r.seq, r.type == THIN_REC_MAP ? "map" : "unmap",
+                          r.logical, r.count, r.phys,
+                          errno == ENOMEM ? "cannot be replayed: out of memory"
+                                          : "contradicts the map");
     rec->next_seq++;
     rec->records++;
   }
@@ -342,9 +355,10 @@ thin_meta_recover (const void *image, size_t len,
                                thin_record_decode, m, rec, why, whylen);
     break;
   default:
-    r = fileio_fail (why, whylen, "format version %" PRIu32 ": this discardcache "
-              "reads versions 1 (converted) and %d", rec->version,
-              THIN_VERSION);
+    r = fileio_fail (why, whylen,
+                     "format version %" PRIu32 ": this discardcache "
+                     "reads versions 1 (converted) and %d",
+                     rec->version, THIN_VERSION);
   }
   if (r == -1) {
     extmap_free (rec->free);
