@@ -467,6 +467,35 @@ test_reuse_before_clean (void **state)
   assert_int_equal (phys_of (5), p + 1);
 }
 
+/* The map is handed out in runs (discardctl dump --map): a write of
+ * four slots is one run, a lone slot another; a batch that starts
+ * inside a run starts there; max bounds the batch.
+ */
+static void
+test_dump_map_runs (void **state)
+{
+  struct volume_map_run r[4];
+
+  vol = open_thin_on (mem_backend_new (4 * DISK, 4 * KiB, 1 << 30),
+                      "64k", "8M");
+  assert_non_null (vol);
+  fill (8 * SLOT, 4 * SLOT, 0x08);
+  fill (20 * SLOT, SLOT, 0x20);
+  assert_int_equal (volume_dump_map_batch (vol, 0, r, 4), 2);
+  assert_int_equal (r[0].logical, 8);
+  assert_int_equal (r[0].length, 4);
+  assert_int_equal (r[0].physical, phys_of (8));
+  assert_int_equal (phys_of (11), r[0].physical + 3);
+  assert_int_equal (r[1].logical, 20);
+  assert_int_equal (r[1].length, 1);
+  assert_int_equal (r[1].physical, phys_of (20));
+  assert_int_equal (volume_dump_map_batch (vol, 10, r, 1), 1);
+  assert_int_equal (r[0].logical, 10);
+  assert_int_equal (r[0].length, 2);
+  assert_int_equal (r[0].physical, phys_of (10));
+  assert_int_equal (volume_dump_map_batch (vol, 21, r, 4), 0);
+}
+
 /* The issue's reproducer: 16 slots of 64 KiB on a 1 MiB file exported
  * as 4M; 512 bytes into each slot; then 64 KiB at 15*64K+32K, half in
  * mapped slot 15, half in unmapped slot 16: ENOSPC, and slot 15 is
@@ -1216,6 +1245,7 @@ main (void)
     T (test_space_many_runs),
     T (test_contiguity_and_reuse),
     T (test_reuse_before_clean),
+    T (test_dump_map_runs),
     T (test_enospc_changes_nothing),
     T (test_zero_keeps_slots),
     T (test_subslot_zeros),
