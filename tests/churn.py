@@ -11,7 +11,12 @@ content), fsyncs them, then deletes about half of the files alive, so the
 filesystem frees (and with -o discard, trims) space that later rounds write
 again.  With --min-kib the sizes are uniform from that to --max-kib
 instead; with --delete, D files alive are deleted each round instead of
-half.  The SHA-256 of every surviving file goes to MANIFEST.
+half.  The SHA-256 of every surviving file goes to MANIFEST.  It prints
+how many runs the last round's deleted files form in the order the files
+were written: nothing writes after them, so a device that keeps each file
+whole, in that order, still receives at least that many discards at the
+end (the deletion picks at random, so no placement chosen before it does
+better on average; docs/design-notes.md, "Thin mode").
 verify: every file in MANIFEST exists with its checksum; exits 1 otherwise.
 Deterministic for a given seed.
 """
@@ -32,10 +37,21 @@ def write_file(path, size, rng):
     return hashlib.sha256(data).hexdigest()
 
 
+def deleted_runs(written, gone):
+    """Maximal runs of gone files among written (in the order written)."""
+    runs, last = 0, False
+    for name in written:
+        now = name in gone
+        runs += now and not last
+        last = now
+    return runs
+
+
 def run(args):
     rng = random.Random(args.seed)
     alive = {}
     serial = 0
+    last_runs = last_gone = 0
     for _ in range(args.rounds):
         for _ in range(args.files):
             # Mostly small files, a few large ones, as on a real system.
@@ -48,13 +64,18 @@ def run(args):
             serial += 1
             alive[name] = write_file(os.path.join(args.dir, name), kib * 1024, rng)
         gone = len(alive) // 2 if args.delete is None else min(args.delete, len(alive))
-        for name in rng.sample(sorted(alive), gone):
+        doomed = rng.sample(sorted(alive), gone)
+        # Names sort in the order written.
+        last_runs, last_gone = deleted_runs(sorted(alive), set(doomed)), gone
+        for name in doomed:
             os.unlink(os.path.join(args.dir, name))
             del alive[name]
         os.sync()
     with open(args.manifest, "w") as f:
         json.dump(alive, f)
     print("churn: %d files written, %d alive" % (serial, len(alive)))
+    print("churn: the last round deleted %d files, %d runs in the order written"
+          % (last_gone, last_runs))
 
 
 def verify(args):
