@@ -411,38 +411,93 @@ remove_stale (const char *path)
   return unlink (path);
 }
 
-/* chmod between bind and listen: until listen nobody can connect, so
+/* A new socket listening at path, or -1 with *step naming what failed.
+ * chmod between bind and listen: until listen nobody can connect, so
  * the socket is never reachable with looser permissions.
  */
 static int
-open_socket (struct ctl_server *s)
+listen_at (const char *path, const char **step)
 {
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  const char *step = NULL;
+  int err;
 
-  if (fd == -1) {
-    dc_error ("ctl: socket: %m");
+  *step = "socket";
+  if (fd == -1)
     return -1;
+  *step = "bind";
+  if (bind_path (fd, path) == 0) {
+    *step = "chmod";
+    if (chmod (path, 0600) == 0) {
+      *step = "listen";
+      if (listen (fd, CTL_MAX_CLIENTS) == 0)
+        return fd;
+    }
   }
-  if (bind_path (fd, s->path) == -1 &&
-      (errno != EADDRINUSE || remove_stale (s->path) == -1 ||
-       bind_path (fd, s->path) == -1))
-    step = "bind";
-  else if (chmod (s->path, 0600) == -1)
-    step = "chmod";
-  else if (listen (fd, CTL_MAX_CLIENTS) == -1)
-    step = "listen";
-  if (step) {
+  err = errno;
+  if (strcmp (*step, "bind") != 0)
+    unlink (path);
+  close (fd);
+  errno = err;
+  return -1;
+}
+
+static int
+open_socket (struct ctl_server *s)
+{
+  const char *step;
+  int fd = listen_at (s->path, &step);
+
+  if (fd == -1 && errno == EADDRINUSE && strcmp (step, "bind") == 0 &&
+      remove_stale (s->path) == 0)
+    fd = listen_at (s->path, &step);
+  if (fd == -1) {
     if (errno != EADDRINUSE && errno != EEXIST)
       dc_error ("ctl=%s: cannot create the control socket: %s: %m", s->path,
                 step);
-    if (strcmp (step, "bind") != 0)
-      unlink (s->path);
-    close (fd);
     return -1;
   }
   s->listen_fd = fd;
   return 0;
+}
+
+/* nbdkit -u/-g changes user after get_ready, where the socket was made:
+ * root's 0600 socket would shut out the server's own user, whom the
+ * peer check admits.  Make it again as that user beside the old one and
+ * rename it over, so the path is never missing.  If that user cannot
+ * write there, the old socket stays and only root can use it.
+ */
+static void
+remake_as_server_user (struct ctl_server *s)
+{
+  char tmp[sizeof s->path];
+  const char *step = "path";
+  struct stat st;
+  int fd, err;
+
+  if (stat (s->path, &st) == -1 || st.st_uid == geteuid ())
+    return;
+  if (snprintf (tmp, sizeof tmp, "%s.%ld", s->path, (long) getpid ()) >=
+      (int) sizeof tmp)
+    errno = ENAMETOOLONG;
+  else if ((fd = listen_at (tmp, &step)) != -1) {
+    step = "rename";
+    if (rename (tmp, s->path) == 0) {
+      close (s->listen_fd);
+      s->listen_fd = fd;
+      dc_debug ("ctl: control socket %s made again as uid %u", s->path,
+                (unsigned) geteuid ());
+      return;
+    }
+    err = errno;
+    unlink (tmp);
+    close (fd);
+    errno = err;
+  }
+  dc_error ("ctl: %s belongs to uid %u, but the server now runs as uid %u "
+            "and cannot make it again (%s: %m): only root can use it; give "
+            "uid %u a directory it may write to", s->path,
+            (unsigned) st.st_uid, (unsigned) geteuid (), step,
+            (unsigned) geteuid ());
 }
 
 static void
@@ -499,6 +554,7 @@ ctl_start (struct ctl_server *s, struct engine *e, struct volume *v)
     rename_to_pid (s);
     dc_debug ("ctl: control socket %s (discardctl -s %s)", s->path, s->path);
   }
+  remake_as_server_user (s);
   err = pthread_create (&s->thread, NULL, listener_thread, s);
   if (err) {
     errno = err;
