@@ -496,6 +496,34 @@ test_dump_map_runs (void **state)
   assert_int_equal (volume_dump_map_batch (vol, 21, r, 4), 0);
 }
 
+/* Records wait for the client's FLUSH, not for a fixed 256 KiB: past
+ * it, a commit starts only once they pass a record (32 bytes) a mapped
+ * run.  17,000 writes into separate 4 KiB slots buffer 531 KiB of
+ * records in 17,000 runs: one commit (at 8,192 runs, where the two
+ * bounds meet), where 256 KiB alone made two.  What waits is counted in
+ * the volume's memory.
+ */
+static void
+test_commit_follows_map (void **state)
+{
+  const unsigned writes = 17000;
+  struct volume_stats st;
+
+  vol = open_thin_on (mem_backend_new (2 * writes * 4 * KiB, 4 * KiB,
+                                       1 << 30),
+                      "4k", "136M");
+  assert_non_null (vol);
+  for (unsigned i = 0; i < writes; i++)
+    fill ((uint64_t) 2 * i * 4 * KiB, 4 * KiB, 0x11);
+  st = stats ();
+  assert_int_equal (st.th.mapped_runs, writes);
+  assert_int_equal (st.th.commits, 1);
+  assert_true (st.th.memory_bytes >=
+               st.th.map_bytes + (writes - 8192) * THIN_RECORD_SIZE);
+  assert_int_equal (volume_flush (vol), 0);
+  assert_int_equal (stats ().th.commits, 2);
+}
+
 /* The issue's reproducer: 16 slots of 64 KiB on a 1 MiB file exported
  * as 4M; 512 bytes into each slot; then 64 KiB at 15*64K+32K, half in
  * mapped slot 15, half in unmapped slot 16: ENOSPC, and slot 15 is
@@ -1246,6 +1274,7 @@ main (void)
     T (test_contiguity_and_reuse),
     T (test_reuse_before_clean),
     T (test_dump_map_runs),
+    T (test_commit_follows_map),
     T (test_enospc_changes_nothing),
     T (test_zero_keeps_slots),
     T (test_subslot_zeros),

@@ -61,11 +61,17 @@
 #define JOURNAL_PER_RUN (2 * THIN_RECORD_SIZE)
 #define JOURNAL_MAX (UINT64_C (64) << 20)
 /* Records buffered before a commit is started (one writer runs it, the
- * others go on), and before every writer waits for one (the memory
- * bound).
+ * others go on): BUFFER_LIMIT, or a record a mapped run up to
+ * BUFFER_MAX; twice that before every writer waits for one (the
+ * memory bound).  Durability comes with the client's FLUSH and FUA, so
+ * the bound is for memory only; and a commit flushes the backend, which
+ * on a file writes back every dirty page: with 256 KiB alone, 4 KiB
+ * random writes filling a 1 GiB map paid for 32 such flushes that
+ * identity mode never asks for (0.87x its IOPS; none: 0.93x).  A record
+ * a run costs at most 32 bytes a run more while it waits.
  */
-#define BUFFER_LIMIT (256 * 1024)
-#define BUFFER_HARD_LIMIT (4 * BUFFER_LIMIT)
+#define BUFFER_LIMIT (UINT64_C (256) << 10)
+#define BUFFER_MAX (UINT64_C (32) << 20)
 /* Pending runs freed longest ago that an allocation, and a call for the
  * statistics, check for a discard that has gone out meanwhile.
  */
@@ -744,10 +750,13 @@ enum commit_need { COMMIT_NONE, COMMIT_UNLESS_BUSY, COMMIT_NOW };
 static enum commit_need
 commit_needed_locked (struct thin *t, bool fua)
 {
-  if ((fua && t->durable_seq + 1 < t->next_seq) ||
-      t->buflen >= BUFFER_HARD_LIMIT)
+  uint64_t limit = MAX (BUFFER_LIMIT,
+                        MIN (thin_map_runs (&t->map) * THIN_RECORD_SIZE,
+                             BUFFER_MAX));
+
+  if ((fua && t->durable_seq + 1 < t->next_seq) || t->buflen >= 2 * limit)
     return COMMIT_NOW;
-  return t->buflen >= BUFFER_LIMIT ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
+  return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
 
 static int
@@ -1148,7 +1157,7 @@ thin_stats (struct volume *v, struct volume_stats *vst)
   st->free_clean_runs = sp.clean_runs;
   st->free_zero = sp.zero;
   st->map_bytes = thin_map_memory (&t->map);
-  st->memory_bytes = st->map_bytes + sp.memory;
+  st->memory_bytes = st->map_bytes + sp.memory + t->bufcap;
   st->allocated = t->allocated;
   st->reused = t->reused;
   st->enospc = t->enospc;
