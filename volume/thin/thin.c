@@ -62,13 +62,14 @@
 #define JOURNAL_MAX (UINT64_C (64) << 20)
 /* Records buffered before a commit is started (one writer runs it, the
  * others go on): BUFFER_LIMIT, or a record a mapped run up to
- * BUFFER_MAX; twice that before every writer waits for one (the
- * memory bound).  Durability comes with the client's FLUSH and FUA, so
- * the bound is for memory only; and a commit flushes the backend, which
- * on a file writes back every dirty page: with 256 KiB alone, 4 KiB
- * random writes filling a 1 GiB map paid for 32 such flushes that
- * identity mode never asks for (0.87x its IOPS; none: 0.93x).  A record
- * a run costs at most 32 bytes a run more while it waits.
+ * BUFFER_MAX; twice that, and at least 1 MiB, before every writer waits
+ * for one (the memory bound).  Durability comes with the client's FLUSH
+ * and FUA, so the bound is for memory only; and a commit flushes the
+ * backend, which on a file writes back every dirty page: with 256 KiB
+ * alone, 4 KiB random writes filling a 1 GiB map paid for 32 such
+ * flushes that identity mode never asks for (0.86x its IOPS here; one
+ * commit: 0.95x).  Waiting records cost a record (32 bytes) a run, up
+ * to twice that if commits fall behind.
  */
 #define BUFFER_LIMIT (UINT64_C (256) << 10)
 #define BUFFER_MAX (UINT64_C (32) << 20)
@@ -754,7 +755,8 @@ commit_needed_locked (struct thin *t, bool fua)
                         MIN (thin_map_runs (&t->map) * THIN_RECORD_SIZE,
                              BUFFER_MAX));
 
-  if ((fua && t->durable_seq + 1 < t->next_seq) || t->buflen >= 2 * limit)
+  if ((fua && t->durable_seq + 1 < t->next_seq) ||
+      t->buflen >= MAX (4 * BUFFER_LIMIT, 2 * limit))
     return COMMIT_NOW;
   return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
