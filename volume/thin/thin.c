@@ -62,17 +62,18 @@
 #define JOURNAL_MAX (UINT64_C (64) << 20)
 /* Records buffered before a commit is started (one writer runs it, the
  * others go on): BUFFER_LIMIT, or a record a mapped run up to
- * BUFFER_MAX; twice that, and at least 1 MiB, before every writer waits
- * for one (the memory bound).  Durability comes with the client's FLUSH
- * and FUA, so the bound is for memory only; and a commit flushes the
- * backend, which on a file writes back every dirty page: with 256 KiB
- * alone, 4 KiB random writes filling a 1 GiB map paid for 32 such
- * flushes that identity mode never asks for (0.86x its IOPS here; one
- * commit: 0.95x).  Waiting records cost a record (32 bytes) a run, up
- * to twice that if commits fall behind.
+ * BUFFER_MAX; twice that, and at least BUFFER_WAIT_MIN, before every
+ * writer waits for one (the memory bound).  Durability comes with the
+ * client's FLUSH and FUA, so the bound is for memory only; and a commit
+ * flushes the backend, which on a file writes back every dirty page:
+ * with 256 KiB alone, 4 KiB random writes filling a 1 GiB map paid for
+ * 32 such flushes that identity mode never asks for (0.86x its IOPS
+ * here; one commit: 0.95x).  Waiting records cost a record (32 bytes) a
+ * run, up to twice that if commits fall behind.
  */
 #define BUFFER_LIMIT (UINT64_C (256) << 10)
 #define BUFFER_MAX (UINT64_C (32) << 20)
+#define BUFFER_WAIT_MIN (UINT64_C (1) << 20)
 /* Pending runs freed longest ago that an allocation, and a call for the
  * statistics, check for a discard that has gone out meanwhile.
  */
@@ -756,7 +757,7 @@ commit_needed_locked (struct thin *t, bool fua)
                              BUFFER_MAX));
 
   if ((fua && t->durable_seq + 1 < t->next_seq) ||
-      t->buflen >= MAX (4 * BUFFER_LIMIT, 2 * limit))
+      t->buflen >= MAX (BUFFER_WAIT_MIN, 2 * limit))
     return COMMIT_NOW;
   return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
