@@ -33,7 +33,7 @@ static struct volume *volume;           /* service's, while it is open */
  * the plugin struct (the pointer to this buffer) before it calls .load
  * and prints the help after it (nbdkit 1.32: server/plugins.c
  * plugin_register, server/main.c), so the text is there in time.
- * tests/test-keys.sh checks that it is, and whole.
+ * tests/lint/test-keys.sh checks that it is, and whole.
  */
 static char config_help[8192];
 

@@ -233,7 +233,7 @@ service_config_set (struct service_config *cfg, const char *key,
   }
   if (r == 1) {
     /* The table and the layer's parser disagree: a bug, caught by
-     * tests/keys-table before it ships.
+     * tests/lint/keys-table before it ships.
      */
     dc_error ("%s: internal error: the key is in the table but the %s "
               "layer does not parse it", key, service_layer_name (k->layer));

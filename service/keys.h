@@ -4,7 +4,7 @@
  * the layer that parses it, whether `discardctl set` may change it while
  * the server runs, and which front-ends take it.  service_config_set
  * dispatches through it (a key not in the table is not a key); --help of
- * both front-ends is written from it; tests/test-keys.sh compares it
+ * both front-ends is written from it; tests/lint/test-keys.sh compares it
  * with the man pages and the README.  The parsing itself stays with each
  * layer (engine_config_set, volume_config_set, the service's own).
  */
@@ -32,7 +32,7 @@ struct service_key {
   const char *name;
   const char *forms;           /* as --help shows them: "auto|SIZE" */
   /* The default: def is a value the key accepts and that leaves a fresh
-   * config unchanged (tests/keys-table checks it); when there is no such
+   * config unchanged (tests/lint/keys-table checks it); when there is no such
    * value, def is NULL and def_text says it in words ("none"); both
    * NULL: the key is required.
    */

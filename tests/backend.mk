@@ -8,11 +8,11 @@ check_PROGRAMS += \
 	tests/unit/test-backend-nbd
 TESTS += \
 	tests/unit/test-backend-file \
-	tests/test-backend-blkdev.sh \
-	tests/test-backend-nbd.sh
+	tests/e2e/test-backend-blkdev.sh \
+	tests/e2e/test-backend-nbd.sh
 EXTRA_DIST += \
-	tests/test-backend-blkdev.sh \
-	tests/test-backend-nbd.sh
+	tests/e2e/test-backend-blkdev.sh \
+	tests/e2e/test-backend-nbd.sh
 
 backend_test_sources = tests/unit/test-backend-util.c tests/unit/test-backend-util.h
 backend_test_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -16,6 +16,6 @@ tests_unit_test_ctl_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_unit_test_ctl_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_ctl_proto_LDADD = libctlproto.la $(CMOCKA_LIBS)
 
-CTL_TESTS = tests/test-ctl.sh tests/test-ctl-peercred.sh tests/test-discardctl.sh
+CTL_TESTS = tests/e2e/test-ctl.sh tests/e2e/test-ctl-peercred.sh tests/e2e/test-discardctl.sh
 TESTS += $(CTL_TESTS)
 EXTRA_DIST += $(CTL_TESTS)

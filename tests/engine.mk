@@ -48,7 +48,3 @@ tests_unit_test_thin_SOURCES = tests/unit/test-thin.c \
 tests_unit_test_thin_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_thin_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_thin_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
-
-# The engine knows nothing of thin mode; the volume uses engine.h only.
-TESTS += tests/test-layers.sh
-EXTRA_DIST += tests/test-layers.sh

@@ -3,13 +3,13 @@
 # file systems; each skips (exit 77, a failure under CI=true) without
 # root, /dev/fuse or loop devices.
 FUSE_TESTS = \
-	tests/test-fuse-params.sh \
-	tests/test-fuse-ops.sh \
-	tests/test-fuse-e2e-xfs.sh \
-	tests/test-fuse-e2e-fstrim-twice.sh \
-	tests/test-fuse-fio-verify.sh \
-	tests/test-fuse-unmount-io.sh \
-	tests/test-fuse-thin.sh
+	tests/e2e/test-fuse-params.sh \
+	tests/e2e/test-fuse-ops.sh \
+	tests/e2e/test-fuse-e2e-xfs.sh \
+	tests/e2e/test-fuse-e2e-fstrim-twice.sh \
+	tests/e2e/test-fuse-fio-verify.sh \
+	tests/e2e/test-fuse-unmount-io.sh \
+	tests/e2e/test-fuse-thin.sh
 TESTS += $(FUSE_TESTS)
 EXTRA_DIST += $(FUSE_TESTS)
 

@@ -14,20 +14,21 @@ include tests/service.mk
 include tests/state.mk
 include tests/pacing.mk
 include tests/fuzz.mk
+include tests/lint/local.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk
 include tests/sanitizer/local.mk
 
 # Tests of the plugin running under nbdkit.
-EXTRA_DIST += tests/e2e-lib.sh tests/churn.py tests/thin-crash.py
+EXTRA_DIST += tests/e2e/e2e-lib.sh tests/e2e/churn.py tests/e2e/thin-crash.py
 PLUGIN_TESTS = \
-	tests/test-plugin-params.sh \
-	tests/test-plugin-integration.sh \
-	tests/test-inflight-race.sh \
-	tests/test-thin-crash.sh \
-	tests/test-e2e-thin-xfs.sh \
-	tests/test-e2e-xfs.sh \
-	tests/test-e2e-fstrim-twice.sh \
-	tests/test-liveness-xfs.sh
+	tests/e2e/test-plugin-params.sh \
+	tests/e2e/test-plugin-integration.sh \
+	tests/e2e/test-inflight-race.sh \
+	tests/e2e/test-thin-crash.sh \
+	tests/e2e/test-e2e-thin-xfs.sh \
+	tests/e2e/test-e2e-xfs.sh \
+	tests/e2e/test-e2e-fstrim-twice.sh \
+	tests/e2e/test-liveness-xfs.sh
 TESTS += $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)

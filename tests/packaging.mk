@@ -1,15 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# What an installation is made of and what an administrator sees: the
-# licence tags, make install, the systemd units, the bash completion,
+# What an installation is made of and what an administrator sees:
+# make install, the systemd units, the bash completion,
 # the Debian packages, discardctl's Prometheus text, messages and
 # progress bar.
 PACKAGING_TESTS = \
-	tests/test-spdx.sh \
-	tests/test-discardctl-admin.sh \
-	tests/test-install.sh \
-	tests/test-completion.sh \
-	tests/test-systemd-units.sh \
-	tests/test-deb.sh
+	tests/e2e/test-discardctl-admin.sh \
+	tests/packaging/test-install.sh \
+	tests/packaging/test-completion.sh \
+	tests/packaging/test-systemd-units.sh \
+	tests/packaging/test-deb.sh
 TESTS += $(PACKAGING_TESTS)
 EXTRA_DIST += $(PACKAGING_TESTS)
-EXTRA_DIST += tests/install-lib.sh
+EXTRA_DIST += tests/packaging/install-lib.sh

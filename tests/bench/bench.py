@@ -464,7 +464,7 @@ def report_fs(t, out, targets):
         "slow-TRIM device (here a sparse file behind the same noparallel + delay filters, "
         "so its allocation can be read); the *discardfuse* rows mount discardfuse in "
         "front of the device instead of nbdkit + nbdfuse. "
-        "`tests/churn.py` (fixed seed) creates files of "
+        "`tests/e2e/churn.py` (fixed seed) creates files of "
         "mixed sizes, fsyncs them and deletes half each round; then `fstrim`. The *no "
         "discard* rows mount without `-o discard` (fstrim still runs at the end: the "
         "periodic-fstrim set-up). *TRIMs sent* are the TRIMs the filesystem (and fstrim) sent: "
@@ -787,7 +787,7 @@ def thin_churn_row(t, case, c):
 
 def churn_floor(t, case):
     """(runs, × identity): the runs the churn's last deletions form in the
-    order the files were written (tests/churn.py), against identity mode's
+    order the files were written (tests/e2e/churn.py), against identity mode's
     device commands; None for results from before churn.py said."""
     runs = t.med(case, "dc", "last_runs")
     dc = t.med(case, "dc", "dev_discards")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # discardcache benchmarks: servers, the slow-TRIM device model, the
 # contenders and the clients, for tests/bench/run.  Source
-# tests/functions.sh and tests/e2e-lib.sh first.
+# tests/functions.sh and tests/e2e/e2e-lib.sh first.
 #
 # Every server is started here with spawn_nbdkit and kept in a list; one
 # exit hook (registered by bench_init) stops whatever is still running,

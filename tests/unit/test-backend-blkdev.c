@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: the block device backend on a loop device.
  * Usage: test-backend-blkdev /dev/loopN BACKING-FILE
- * (run by tests/test-backend-blkdev.sh, which sets the device up).
+ * (run by tests/e2e/test-backend-blkdev.sh, which sets the device up).
  *
  * On a loop device over a file, BLKDISCARD punches a hole in the
  * backing file, so the file's st_blocks drop: a plain overwrite with

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache tests: the nbd backend against nbdkit.
- * Usage: test-backend-nbd MODE URI, run by tests/test-backend-nbd.sh,
+ * Usage: test-backend-nbd MODE URI, run by tests/e2e/test-backend-nbd.sh,
  * which starts the server that MODE expects:
  *   rw      nbdkit memory 64M (multi-conn, trim, zero, fua, flush)
  *   ro      nbdkit -r memory 64M

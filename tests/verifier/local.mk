@@ -16,16 +16,16 @@ tests_verifier_verify_LDADD = $(LIBNBD_LIBS)
 
 # One script per configuration, so the parallel harness spreads them.
 VERIFY_TESTS = \
-	tests/test-verify-eager.sh \
-	tests/test-verify-bound.sh \
-	tests/test-verify-granularity.sh \
-	tests/test-verify-slow-discard.sh \
-	tests/test-verify-passthrough.sh \
-	tests/test-verify-thin.sh \
-	tests/test-verify-clean.sh \
-	tests/test-faults.sh \
-	tests/test-backend-reconnect.sh \
-	tests/test-crash-restart.sh
+	tests/e2e/test-verify-eager.sh \
+	tests/e2e/test-verify-bound.sh \
+	tests/e2e/test-verify-granularity.sh \
+	tests/e2e/test-verify-slow-discard.sh \
+	tests/e2e/test-verify-passthrough.sh \
+	tests/e2e/test-verify-thin.sh \
+	tests/e2e/test-verify-clean.sh \
+	tests/e2e/test-faults.sh \
+	tests/e2e/test-backend-reconnect.sh \
+	tests/e2e/test-crash-restart.sh
 TESTS += $(VERIFY_TESTS)
-EXTRA_DIST += $(VERIFY_TESTS) tests/verify-lib.sh tests/verifier/soak \
+EXTRA_DIST += $(VERIFY_TESTS) tests/e2e/verify-lib.sh tests/verifier/soak \
 	docs/reliability.md

@@ -8,9 +8,9 @@
  *   verify --uri URI [--ops N | --seconds S] [--seed N] ...
  *   verify --uri URI --load-model FILE --verify-only
  *   verify --uri URI [--load-model FILE --verify-durable] --until-disconnect
- *          --save-model FILE ...      (the crash loop: tests/test-crash-restart.sh)
+ *          --save-model FILE ...      (the crash loop: tests/e2e/test-crash-restart.sh)
  *
- * Typical use (tests/test-verify.sh): run with --save-model, stop the
+ * Typical use (tests/e2e/test-verify-*.sh): run with --save-model, stop the
  * server (engine_stop forwards every pending discard), start it again
  * on the same backend, and check everything with --verify-only.
  *

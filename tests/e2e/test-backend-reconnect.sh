@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# discardcache: the backend server dies and comes back, under the
+# concurrent verifier.  The backend is nbdkit's file plugin on a file
+# (the data outlives the server); it is stopped and started again four
+# times while the verifier runs, alternately with SIGKILL (it vanishes)
+# and SIGTERM (it shuts down: nbdkit answers ESHUTDOWN to requests it
+# has not started).  While it is away, clients get EIO (never a crash,
+# never another errno: the man page promises EIO) and failed discards
+# stay pending; once it is back, the plugin reconnects by itself, the
+# first flush reports that unflushed writes may have been lost, the
+# pending discards go out, and no acknowledged write is missing.
+source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
+source "$abs_top_srcdir/tests/e2e/verify-lib.sh"
+requires "$NBDKIT" file --version
+
+verify_setup
+dir=$TESTDIR
+truncate -s 64M "$FASTDIR/disk.img"
+uri="nbd+unix:///?socket=$dir/dev.sock"
+
+start_dev ()
+{
+    rm -f "$dir/dev.sock"
+    start_nbdkit -P "$dir/dev.$1.pid" -U "$dir/dev.sock" file "$FASTDIR/disk.img"
+}
+
+start_dev 0
+start_nbdkit -P "$dir/dc.pid" -U "$dir/dc.sock" "$PLUGIN" backend="$uri" \
+    delay=0 idle=0 budget=off statsfile="$dir/dc.stats.json" 2>"$dir/dc.log"
+
+echo "== reconnect (seed $VERIFY_SEED)"
+"$VERIFY" --uri "nbd+unix:///?socket=$dir/dc.sock" --seed "$VERIFY_SEED" \
+    --seconds 9 --ops 0 --expect-errors --save-model "$dir/model" \
+    > "$dir/verify.out" &
+vpid=$!
+cleanup_fn stop_pid "$vpid" verify
+for i in 1 2 3 4; do
+    sleep 1.5
+    signal=KILL
+    [ $(( i % 2 )) -eq 0 ] && signal=TERM
+    kill -"$signal" "$(cat "$dir/dev.$(( i - 1 )).pid")"
+    sleep 0.4
+    start_dev "$i"
+done
+wait "$vpid" || verify_failed reconnect "$dir/verify.out"
+cat "$dir/verify.out"
+stop_pidfile "$dir/dc.pid" nbdkit
+cat "$dir/dc.stats.json"
+
+# Every block once more through a fresh plugin.
+start_nbdkit -P "$dir/check.pid" -U "$dir/check.sock" "$PLUGIN" backend="$uri"
+"$VERIFY" --uri "nbd+unix:///?socket=$dir/check.sock" \
+    --load-model "$dir/model" --verify-only > "$dir/check.out" ||
+    verify_failed "reconnect (after restart)" "$dir/check.out"
+cat "$dir/check.out"
+
+result () { verify_result_of "$dir/verify.out" "$1"; }
+[ "$(result write_errors)" -gt 0 ] || fail "no write met the dead server"
+for op in write zero flush read; do
+    [ "$(result ${op}_errors)" -eq "$(result ${op}_eio)" ] || {
+        grep "failed with" "$dir/verify.out"
+        fail "$op errors other than EIO reached the client"
+    }
+done
+[ "$(result trim_errors)" -eq 0 ] || fail "a trim failed at the client"
+[ "$(result ops)" -gt 1000 ] || fail "only $(result ops) operations: no recovery?"
+[ "$(json_get "$dir/dc.stats.json" forward_errors)" -gt 0 ] ||
+    fail "no discard met the dead server"
+[ "$(json_get "$dir/dc.stats.json" pending_bytes)" -eq \
+  "$(json_get "$dir/dc.stats.json" subgranule_bytes)" ] ||
+    fail "whole granules still pending after the stop"
+# Each stop loses the connections; after a SIGKILL the server is away
+# for a while (connects fail, then "reconnected"), after a SIGTERM the
+# next attempt may already find the new one.
+lost=$(grep -c "connection [0-9]* lost" "$dir/dc.log")
+[ "$lost" -ge 4 ] || { cat "$dir/dc.log"; fail "connections lost only $lost times, not 4"; }
+n=$(grep -c "reconnected" "$dir/dc.log")
+[ "$n" -ge 2 ] || { cat "$dir/dc.log"; fail "reconnected only $n times, not 2"; }
+echo "reconnect: ok ($(result ops) operations, $(result write_errors) writes" \
+     "failed while the server was away, $n reconnections)"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# discardcache: the engine knows nothing of thin mode (issue 13, item 1;
+# invariant 7): no thin_* or engine_phys_* call in the engine's files,
+# and the volume layer includes no engine-internal header (it drives the
+# engine through engine.h only).  The include paths already keep upward
+# calls from compiling; these are the downward shortcuts they allow.
+source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
+
+cd "$abs_top_srcdir" || fail "no source tree at $abs_top_srcdir"
+engine=(cache/engine*.c cache/flusher.c cache/forward.c)
+for f in "${engine[@]}"; do
+    [ -f "$f" ] || fail "$f is missing: update this test's list"
+done
+if grep -nE '\b(thin_[A-Za-z0-9_]*|engine_phys_[A-Za-z0-9_]*)[[:space:]]*\(' \
+        "${engine[@]}"; then
+    fail "the engine calls thin mode (or an engine_phys_ function): above"
+fi
+if grep -nE '\bthin_[A-Za-z0-9_]*|\bstruct thin\b' cache/*.h; then
+    fail "the engine's headers declare thin mode's names: above"
+fi
+if grep -rnE '#include[[:space:]]+"(engine-internal|state|pacing|policy)\.h"' \
+        volume/; then
+    fail "the volume layer includes an engine-internal header: above"
+fi
+echo "layers: ok (${#engine[@]} engine files, volume/ through engine.h only)"
