@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's one context struct, shared by the files
- * that implement it (engine.c: lifecycle and data path; forward.c:
- * sending discards and the in-flight list; flusher.c: the thread and
- * control-socket flushes; state-file.c: the state file).
+ * that implement it (engine.c: lifecycle and data path; engine-admin.c:
+ * drain, pause, set, dump and statistics; forward.c: sending discards
+ * and the in-flight list; flusher.c: the thread and control-socket
+ * flushes; state-file.c: the state file).
  */
 #ifndef DISCARDCACHE_ENGINE_INTERNAL_H
 #define DISCARDCACHE_ENGINE_INTERNAL_H

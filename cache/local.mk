@@ -11,6 +11,7 @@ libengine_la_SOURCES = \
 	cache/engine-config.c \
 	cache/engine-config.h \
 	cache/engine.c \
+	cache/engine-admin.c \
 	cache/engine.h \
 	cache/engine-internal.h \
 	cache/engine-test.h \
