@@ -10,11 +10,15 @@ libvolume_la_SOURCES = \
 	volume/volume-internal.h \
 	volume/thin/thin.c \
 	volume/thin/thin.h \
+	volume/thin/thin-alloc.c \
 	volume/thin/thin-internal.h \
 	volume/thin/thin-journal.c \
 	volume/thin/thin-map.c \
 	volume/thin/thin-meta.c \
 	volume/thin/thin-meta-v1.c \
+	volume/thin/thin-open.c \
+	volume/thin/thin-order.c \
+	volume/thin/thin-order.h \
 	volume/thin/thin-space.c \
 	volume/thin/thin-volume.h
 libvolume_la_CPPFLAGS = $(VOLUME_CPPFLAGS)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the thin volume's state, shared by thin.c (the data
- * path and the allocator's policy) and thin-meta.c (the meta file on
- * disk: commits, checkpoints, opening).
+/* discardcache: the thin volume's state, shared by the files that
+ * implement it: thin.c (the data path), thin-order.c (request
+ * ordering), thin-alloc.c (plans and the allocator's policy),
+ * thin-open.c (opening, geometry, statistics) and thin-meta.c (the meta
+ * file on disk: commits, checkpoints, recovery).
  *
  * Locks: commit_lock (one commit or checkpoint at a time, and the meta
  * file's descriptor), then lock (everything else, never held across
@@ -51,7 +53,7 @@ struct thin {
   pthread_cond_t changed;           /* a request ended, slots were freed */
   struct thin_map map;
   struct thin_space space;
-  struct thin_op *ops;              /* requests in flight (thin.c) */
+  struct thin_op *ops;              /* requests in flight (thin-order.c) */
   uint64_t next_ticket;
   struct thin_undurable *undurable; /* in sequence order */
   size_t nundurable, capundurable;
@@ -67,6 +69,18 @@ struct thin {
   uint64_t last_checkpoint;
   uint64_t meta_bytes;              /* journal_end, for stats */
 };
+
+static inline struct thin *
+thin_of (struct volume *v)
+{
+  return (struct thin *) v;
+}
+
+static inline uint64_t
+phys_offset (const struct thin *t, uint64_t p)
+{
+  return p << t->shift;
+}
 
 /* --- thin-meta.c --- */
 
@@ -102,7 +116,31 @@ extern int thin_meta_open (struct thin *t);
 /* At a clean close: commit and write a checkpoint. */
 extern void thin_meta_close (struct thin *t);
 
-/* --- thin.c --- */
+/* --- thin-alloc.c: plans and allocation --- */
+
+/* A run of logical slots [l, l+n) on physical [p, p+n). */
+struct segment {
+  uint64_t l, n;
+  uint32_t p;
+  bool fresh;                       /* allocated by this request */
+};
+
+struct plan {
+  struct segment *seg;
+  size_t n, cap;
+  bool head_zero, tail_zero;        /* the first and last slot, if fresh,
+                                       read as zeros already */
+  struct segment inline_seg[8];
+};
+
+/* Pending runs freed longest ago that an allocation, and a call for the
+ * statistics, check for a discard that has gone out meanwhile.
+ */
+#define REAP_ON_ALLOC 2
+#define REAP_ON_STATS 64
+
+extern void thin_plan_init (struct plan *pl);
+extern void thin_plan_free (struct plan *pl);
 
 /* Whether physical slots [p, p+n) read as zeros without a write: the
  * one place that decides it (see docs/design-notes.md).  Lock held.
@@ -110,9 +148,46 @@ extern void thin_meta_close (struct thin *t);
 extern bool thin_reads_as_zeros_locked (struct thin *t, uint64_t p,
                                         uint64_t n);
 
+/* Move up to max pending runs whose discard has gone out to clean
+ * space.  Lock held.
+ */
+extern void thin_reap_locked (struct thin *t, unsigned max);
+
+/* Plan [l0, l1): its mapped runs and, with alloc, new slots for its
+ * gaps (else a gap is not planned).  The free slots were counted.  0,
+ * or -1 (ENOMEM, reported).  Lock held.
+ */
+extern int thin_plan_locked (struct thin *t, struct plan *pl, uint64_t l0,
+                             uint64_t l1, bool alloc);
+
+/* Plan op's write again, allocating need slots for its gaps.  Lock
+ * held since the pass that counted them.
+ */
+extern int thin_plan_alloc_locked (struct thin *t, struct plan *pl,
+                                   const struct thin_op *op, uint64_t need);
+
+/* Give the fresh slots of a plan back (the write failed).  Lock held. */
+extern void thin_unreserve_locked (struct thin *t, const struct plan *pl);
+
+/* --- thin-open.c --- */
+
 /* Whether the journal has grown enough for a checkpoint.  Both locks
  * held.
  */
 extern bool thin_journal_full_locked (struct thin *t);
+
+/* --- thin.c: the data path, volume.h's semantics --- */
+
+extern int thin_pread (struct volume *v, void *buf, uint32_t count,
+                       uint64_t offset);
+extern int thin_pwrite (struct volume *v, const void *buf, uint32_t count,
+                        uint64_t offset, bool fua);
+extern int thin_zero (struct volume *v, uint64_t offset, uint64_t length,
+                      bool may_trim, bool fua, bool fast);
+extern int thin_trim (struct volume *v, uint64_t offset, uint64_t length,
+                      bool fua);
+extern int thin_flush (struct volume *v);
+extern int thin_extents (struct volume *v, uint64_t offset, uint64_t length,
+                         backend_extent_fn fn, void *opaque);
 
 #endif /* DISCARDCACHE_THIN_INTERNAL_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the thin volume (thin.c; the map and the meta file are
- * in thin.h).  Opened through volume_open with thin=on; each data-path
- * call has volume.h's semantics on the exported (logical) disk and goes
- * to the engine at physical addresses.
+/* discardcache: the thin volume (thin-internal.h lists its files; the
+ * map and the meta file are in thin.h).  Opened through volume_open
+ * with thin=on; each data-path call has volume.h's semantics on the
+ * exported (logical) disk and goes to the engine at physical addresses.
  */
 #ifndef DISCARDCACHE_THIN_VOLUME_H
 #define DISCARDCACHE_THIN_VOLUME_H

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: the thin volume's request ordering, a range lock over
+ * logical slots (like dm-thin's bio prison).
+ *
+ * A request in flight is a struct thin_op over its logical slots, on the
+ * requester's stack, in a list as long as the requests in flight.  Each
+ * op waits for the older ops it conflicts with: reads and writes into
+ * mapped slots go together; an op that allocates slots (a write into a
+ * gap) or unmaps them waits for every older op over its slots and holds
+ * back every newer one.  So an unmap never frees a physical slot that a
+ * request is still reading or writing, and no two writers allocate the
+ * same logical slot.  Every function here runs under the thin lock
+ * (t->lock); the waits drop and retake it.
+ */
+#ifndef DISCARDCACHE_THIN_ORDER_H
+#define DISCARDCACHE_THIN_ORDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct thin;
+struct plan;
+
+/* Requests in flight. */
+
+enum op_kind {
+  OP_IO,                            /* reads and writes mapped slots */
+  OP_SETUP,                         /* allocates slots */
+  OP_UNMAP,                         /* unmaps slots */
+};
+
+struct thin_op {
+  struct thin_op *next;
+  uint64_t ticket;                  /* older ops have smaller ones */
+  uint64_t l0, l1;                  /* logical slots */
+  enum op_kind kind;
+  const struct plan *plan;          /* OP_SETUP: where its slots go */
+};
+
+/* Put op over logical slots [l0, l1) into the list, the newest, and
+ * wait until no older op conflicts with it.
+ */
+extern void thin_op_begin_locked (struct thin *t, struct thin_op *op,
+                                  uint64_t l0, uint64_t l1,
+                                  enum op_kind kind);
+
+/* Wait until no older op conflicts with op (after its kind changed).
+ * Returns whether it had to (the lock was dropped meanwhile).
+ */
+extern bool thin_op_wait_locked (struct thin *t, const struct thin_op *op);
+
+/* Take op out of the list and wake the ops that waited for it. */
+extern void thin_op_end_locked (struct thin *t, struct thin_op *op);
+
+#endif /* DISCARDCACHE_THIN_ORDER_H */
