@@ -389,11 +389,12 @@ parse_watch (struct cmdline *cl, const char *arg)
   cl->watch = true;
   if (arg == NULL)
     return EXIT_OK;
-  if (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1)
-    return EXIT_USAGE;          /* reported, the accepted forms with it */
-  if (cl->interval_ms == 0)
-    return usage_error ("--watch=%s: expected an interval more than 0, "
-                        "such as 1s or 500ms", arg);
+  /* One message for every refusal, 0 included: the parser's own. */
+  if (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1 ||
+      (cl->interval_ms == 0 &&
+       parse_invalid ("--watch", arg,
+                      "a duration above 0: " PARSE_DURATION_SYNTAX) == -1))
+    return EXIT_USAGE;
   return EXIT_OK;
 }
 
