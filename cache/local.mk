@@ -12,6 +12,7 @@ libengine_la_SOURCES = \
 	cache/engine-config.h \
 	cache/engine.c \
 	cache/engine.h \
+	cache/engine-stats.h \
 	cache/engine-internal.h \
 	cache/engine-test.h \
 	cache/flusher.c \
