@@ -37,6 +37,20 @@ flag (const struct jf_object *st, enum stats_key k, bool dflt)
 
 #define ROW "  %-22s "
 
+/* A share, bytes of bytes: "row: P% of what (size of part)tail".  Every
+ * percentage in the table is one, so that it never divides a count by
+ * bytes or pieces sent by requests received.
+ */
+static void
+print_share (FILE *fp, const char *row, uint64_t part, uint64_t whole,
+             const char *what, const char *tail)
+{
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  fprintf (fp, ROW "%s of %s (%s)%s\n", row, human_percent (part, whole, a),
+           what, human_size (part, b), tail);
+}
+
 static void
 print_dropped (const struct jf_object *st, FILE *fp)
 {
@@ -112,9 +126,8 @@ print_clean (const struct jf_object *st, FILE *fp)
            human_size (get (st, STAT_clean_bytes), a),
            human_size (get (st, STAT_clean_memory_bytes), b),
            get (st, STAT_max_clean_extents));
-  fprintf (fp, ROW "%s of trimmed bytes (%s) not sent again\n",
-           "already clean:", human_percent (already, get (st, STAT_trim_bytes), a),
-           human_size (already, b));
+  print_share (fp, "already clean:", already, get (st, STAT_trim_bytes),
+               "trimmed bytes", " not sent again");
   if (get (st, STAT_clean_forgotten_bytes))
     fprintf (fp, ROW "%s at the bound (their next TRIM is sent)\n",
              "  forgotten:", human_size (get (st, STAT_clean_forgotten_bytes), a));
@@ -147,6 +160,24 @@ print_pacing (const struct jf_object *st, FILE *fp)
            get (st, STAT_budget_overruns), get (st, STAT_forced_by_memory));
 }
 
+/* What writes and zeroes cancelled, of the bytes that could become
+ * pending: those trimmed, and those loaded from state= at the start
+ * (else a restart with a state file could show more than 100%).
+ */
+static void
+print_cancelled (const struct jf_object *st, FILE *fp)
+{
+  uint64_t loaded = get (st, STAT_state_loaded_bytes);
+  uint64_t whole = get (st, STAT_trim_bytes) + loaded;
+  const char *what = loaded ? "bytes trimmed or loaded from state="
+                            : "trimmed bytes";
+
+  print_share (fp, "cancelled by writes:", get (st, STAT_cancelled_by_writes),
+               whole, what, "");
+  print_share (fp, "cancelled by zeroes:", get (st, STAT_cancelled_by_zeroes),
+               whole, what, "");
+}
+
 void
 stats_print_table (const struct jf_object *st, FILE *fp)
 {
@@ -161,12 +192,7 @@ stats_print_table (const struct jf_object *st, FILE *fp)
            " discards out (%s in, %s out)\n", get (st, STAT_trims),
            get (st, STAT_forwarded), human_size (trimmed, a),
            human_size (get (st, STAT_forwarded_bytes), b));
-  fprintf (fp, ROW "%s of trimmed bytes (%s)\n", "cancelled by writes:",
-           human_percent (get (st, STAT_cancelled_by_writes), trimmed, a),
-           human_size (get (st, STAT_cancelled_by_writes), b));
-  fprintf (fp, ROW "%s of trimmed bytes (%s)\n", "cancelled by zeroes:",
-           human_percent (get (st, STAT_cancelled_by_zeroes), trimmed, a),
-           human_size (get (st, STAT_cancelled_by_zeroes), b));
+  print_cancelled (st, fp);
   fprintf (fp, ROW "%" PRIu64 "\n", "merged into pending:", get (st, STAT_merges));
   print_dropped (st, fp);
   fprintf (fp, ROW "%" PRIu64 " extents, %s (sub-granule %s)\n", "pending:",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the one statistics table (service/stats-table.h) and
  * what is written from it: the server's JSON and text lines, and
- * discardctl's table and Prometheus text.
+ * discardctl's table (every percentage in it) and Prometheus text.
  */
 #include <config.h>
 
@@ -259,6 +259,54 @@ test_prometheus (void **state)
   free (json);
 }
 
+/* Every percentage in discardctl's table, bytes of bytes: numerators
+ * and denominators chosen so that any other pairing prints another
+ * number.  The headline's counts are never divided.
+ */
+static void
+test_table_shares (void **state)
+{
+  static const char fresh[] =
+    "{\"trims\":7,\"trim_bytes\":40960,\"forwarded\":1454,"
+    "\"forwarded_bytes\":12288,\"cancelled_by_writes\":16384,"
+    "\"cancelled_by_zeroes\":8192,\"already_clean_bytes\":20480,"
+    "\"max_clean_extents\":100,\"state_loaded_bytes\":0}";
+  static const char loaded[] =
+    "{\"trims\":7,\"trim_bytes\":40960,\"forwarded\":1454,"
+    "\"forwarded_bytes\":12288,\"cancelled_by_writes\":16384,"
+    "\"cancelled_by_zeroes\":8192,\"already_clean_bytes\":20480,"
+    "\"max_clean_extents\":100,\"state_loaded_bytes\":40960}";
+  static const char *const fresh_lines[] = {
+    "discardcache: 7 trims in, 1454 discards out (40.0 KiB in, 12.0 KiB out)\n",
+    "  cancelled by writes:   40% of trimmed bytes (16.0 KiB)\n",
+    "  cancelled by zeroes:   20% of trimmed bytes (8.0 KiB)\n",
+    "  already clean:         50% of trimmed bytes (20.0 KiB) not sent again\n",
+  };
+  static const char *const loaded_lines[] = {
+    "  cancelled by writes:   20% of bytes trimmed or loaded from state= (16.0 KiB)\n",
+    "  cancelled by zeroes:   10% of bytes trimmed or loaded from state= (8.0 KiB)\n",
+    "  already clean:         50% of trimmed bytes (20.0 KiB) not sent again\n",
+  };
+  char *text;
+  size_t shares = 0;
+
+  text = print_of (stats_print_table, fresh);
+  for (size_t i = 0; i < sizeof fresh_lines / sizeof fresh_lines[0]; i++)
+    if (strstr (text, fresh_lines[i]) == NULL)
+      fail_msg ("no line '%s' in:\n%s", fresh_lines[i], text);
+  /* No other percentage than those pinned above. */
+  for (const char *p = text; (p = strchr (p, '%')) != NULL; p++)
+    shares++;
+  assert_int_equal (shares, 3);
+  free (text);
+
+  text = print_of (stats_print_table, loaded);
+  for (size_t i = 0; i < sizeof loaded_lines / sizeof loaded_lines[0]; i++)
+    if (strstr (text, loaded_lines[i]) == NULL)
+      fail_msg ("no line '%s' in:\n%s", loaded_lines[i], text);
+  free (text);
+}
+
 int
 main (void)
 {
@@ -267,6 +315,7 @@ main (void)
     cmocka_unit_test (test_json),
     cmocka_unit_test (test_pace_modes),
     cmocka_unit_test (test_prometheus),
+    cmocka_unit_test (test_table_shares),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
