@@ -113,11 +113,8 @@ set_budget (const char *key, const char *value, uint64_t *out)
     *out = 0;
     return 0;
   }
-  if (value[0] < '0' || value[0] > '9') {
-    dc_error ("%s=%s: invalid value: expected %s", key, value, BUDGET_FORMS);
-    errno = EINVAL;
-    return -1;
-  }
+  if (value[0] < '0' || value[0] > '9')
+    return parse_invalid (key, value, BUDGET_FORMS);
   return parse_duration_ms (key, value, out);
 }
 

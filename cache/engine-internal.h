@@ -85,7 +85,7 @@ struct engine {
    */
   struct pace_meter pace;
   struct pace_decision pace_last GUARDED_BY (engine_lock);
-  const char *pace_mode GUARDED_BY (engine_lock);  /* for the statistics */
+  enum pace_mode pace_mode GUARDED_BY (engine_lock); /* for the statistics */
   enum pace_mode pace_adapting GUARDED_BY (engine_lock); /* next window's */
   uint64_t pace_next_ns GUARDED_BY (engine_lock); /* earliest next paced */
   uint64_t forced_by_memory GUARDED_BY (engine_lock); /* near max-extents */

@@ -29,77 +29,14 @@
 
 #include "backend.h"
 #include "engine-config.h"
+#include "engine-stats.h"
 #include "extmap.h"
 
 struct engine;
 
+/* The statistics, one member a field of engine-stats.h's table. */
 struct engine_stats {
-  uint64_t trims;                   /* trims received */
-  uint64_t trim_bytes;
-  uint64_t cancelled_by_writes;     /* pending bytes removed by writes */
-  uint64_t cancelled_by_zeroes;     /* pending bytes removed by zeroes */
-  uint64_t merges;                  /* inserts that joined existing extents */
-  uint64_t forwarded;               /* discard commands sent to the backend */
-  uint64_t forwarded_bytes;
-  uint64_t dropped;                 /* pending extents given up, by reason: */
-  uint64_t dropped_bytes;
-  uint64_t dropped_full_bytes;      /*   on-full=drop at max-extents */
-  uint64_t dropped_unsupported_bytes; /* the backend cannot discard */
-  uint64_t dropped_fragment_bytes;  /*   sub-granule pieces at the bound */
-  uint64_t dropped_nomem_bytes;     /*   cancelled whole when a split had no memory */
-  uint64_t dropped_error_bytes;     /*   failed to forward at the bound */
-  uint64_t pending_extents;
-  uint64_t pending_bytes;
-  uint64_t subgranule_bytes;        /* pending extents holding no whole granule */
-  uint64_t inflight;                /* discards being sent now */
-  uint64_t inflight_bytes;
-  uint64_t write_waits;             /* writes that waited for a discard in flight */
-  uint64_t forward_errors;          /* discards that failed and stay pending */
-  uint64_t state_loaded_extents;    /* taken from state= at this start */
-  uint64_t state_loaded_bytes;
-  /* The known-clean map (invariant 9, max-clean-extents=). */
-  uint64_t already_clean_bytes;     /* trimmed bytes known clean: not sent again */
-  uint64_t clean_extents;           /* ranges known clean now */
-  uint64_t clean_bytes;
-  uint64_t clean_memory_bytes;      /* held by the known-clean map */
-  uint64_t clean_forgotten_bytes;   /* clean bytes forgotten at the bound */
-  uint64_t max_clean_extents;       /* 0: off */
-  uint64_t state_loaded_clean_extents; /* taken from state= at this start */
-  uint64_t state_loaded_clean_bytes;
-  int last_error;                   /* errno of the last failed discard, 0 if none */
-  bool discard_supported;           /* false once the backend said EOPNOTSUPP */
-  bool paused;
-  uint64_t granularity;
-  uint64_t max_discard;
-  uint64_t max_extents;
-  uint64_t memory_bytes;            /* held by the extent map */
-  /* Measured cost of forwarding, and the pacing (budget=). */
-  uint64_t discard_p50_us_64k;      /* discard latency by size class: */
-  uint64_t discard_p99_us_64k;      /*   up to 64 KiB, */
-  uint64_t discard_p50_us_1m;       /*   up to 1 MiB, */
-  uint64_t discard_p99_us_1m;
-  uint64_t discard_p50_us_16m;      /*   up to 16 MiB, */
-  uint64_t discard_p99_us_16m;
-  uint64_t discard_p50_us_large;    /*   larger */
-  uint64_t discard_p99_us_large;
-  uint64_t client_p99_us;           /* last 2 s, no discard in flight */
-  uint64_t client_p99_discard_us;   /* last 2 s, beside a discard */
-  uint64_t client_p99_all_us;       /* last 2 s, all */
-  uint64_t client_requests_discard; /* last 2 s: requests beside a discard, */
-  uint64_t client_requests;         /*   of all requests */
-  uint64_t model_a_us;              /* fitted cost per command */
-  uint64_t model_b_us_per_gib;      /* fitted cost per byte, per GiB */
-  uint64_t stall_us;                /* client p99 beside - without a discard */
-  uint64_t budget_us;               /* 0: no budget, no pacing */
-  uint64_t pace_bytes_per_s;        /* forwarded in the last second */
-  uint64_t pace_commands_per_s;
-  uint64_t pace_max_len;            /* the flusher's current batch size */
-  uint64_t pace_gap_us;             /* ... and spacing */
-  uint64_t pace_rare_share_ppm;     /* RARE: share of requests beside a discard */
-  uint64_t budget_overruns;         /* 1 s windows whose p99 beat the budget */
-  uint64_t drain_eta_ms;            /* pending bytes at the current pace */
-  uint64_t forced_by_memory;        /* discards sent past the budget, near max-extents */
-  const char *pace_mode;            /* off, probe, fits, rare, idle, memory */
+  ENGINE_STATS (STATS_MEMBER)
 };
 
 /* Build an engine around backend b (opened by the caller: the service,

@@ -186,10 +186,6 @@ forced_turn_drops_lock (struct engine *e)
   pthread_cond_broadcast (&e->flushed);
 }
 
-static const char *const mode_names[] = {
-  [PACE_PROBE] = "probe", [PACE_FITS] = "fits", [PACE_RARE] = "rare",
-};
-
 /* Clients quiet for the idle time, and at least BUSY_POLL_MS so that
  * idle=0 does not turn pacing off: nobody to stall, the gap is moot.
  */
@@ -217,7 +213,7 @@ paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
   uint64_t at;
 
   if (extmap_count (e->map) >= MEMORY_HIGH_WATER (e->cfg.max_extents)) {
-    e->pace_mode = "memory";
+    e->pace_mode = PACE_MEMORY;
     e->pace_adapting = PACE_PROBE;
     at = forward_eligible_drops_lock (e, now_ns, 0, 0, e->chunk_limit, false);
     if (at <= now_ns)
@@ -240,10 +236,10 @@ paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
    */
   now_ns = engine_now_ns (e);
   e->pace_adapting = d->mode;
-  e->pace_mode = mode_names[d->mode];
+  e->pace_mode = d->mode;
   if (pace_quiet_at_ns_locked (e, now_ns) <= now_ns) {
     e->pace_adapting = PACE_PROBE;
-    e->pace_mode = "idle";
+    e->pace_mode = PACE_IDLE;
   }
   e->pace_next_ns = now_ns + d->gap_us * 1000;
   return now_ns;
@@ -268,7 +264,7 @@ engine_flusher_turn_drops_lock (struct engine *e)
     return MS (e->retry_at_ms);
   if (e->cfg.budget_ms)
     return paced_turn_drops_lock (e, now_ns);
-  e->pace_mode = NULL;
+  e->pace_mode = PACE_OFF;
   if ((at = eligible_at_ns_locked (e, e->cfg.delay_ms)) > now_ns)
     return at;
   at = MAX (quiet_at_ns (e, now_ns, e->cfg.idle_ms),
@@ -343,7 +339,7 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
   st->drain_eta_ms = pace_drain_eta_ms (st->pending_bytes - st->subgranule_bytes,
                                         m->bytes_per_s);
   st->forced_by_memory = e->forced_by_memory;
-  st->pace_mode = e->cfg.budget_ms && e->pace_mode ? e->pace_mode : "off";
+  st->pace_mode = e->cfg.budget_ms ? e->pace_mode : PACE_OFF;
 }
 
 void

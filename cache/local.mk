@@ -13,6 +13,7 @@ libengine_la_SOURCES = \
 	cache/engine.c \
 	cache/engine-admin.c \
 	cache/engine.h \
+	cache/engine-stats.h \
 	cache/engine-internal.h \
 	cache/engine-test.h \
 	cache/flusher.c \

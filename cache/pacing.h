@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine-stats.h"
+
 /* Latency histogram in microseconds: 16 sub-buckets per power of two
  * (6% resolution), up to 2^37 us (longer ones count as that).  Fixed
  * size, updated with atomic increments: recording never allocates nor
@@ -94,14 +96,8 @@ struct pace_inputs {
   double rare_share;                /* pace_adapt_share's state; 0: default */
 };
 
-enum pace_mode {
-  PACE_PROBE,                       /* no model yet: one small discard */
-  PACE_FITS,                        /* each discard costs clients <= budget */
-  PACE_RARE,                        /* it costs more: keep overlaps < 1% */
-};
-
 struct pace_decision {
-  enum pace_mode mode;
+  enum pace_mode mode;              /* PROBE, FITS or RARE (engine-stats.h) */
   uint64_t max_len;                 /* largest discard to send now */
   uint64_t gap_us;                  /* wait after it before the next */
   double predicted_us;              /* the model's latency for max_len */

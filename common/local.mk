@@ -10,6 +10,7 @@ noinst_HEADERS += \
 	common/log.h \
 	common/log-stderr.h \
 	common/splitmix.h \
+	common/stats-def.h \
 	common/strdup-null.h \
 	common/varint.h
 

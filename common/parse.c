@@ -18,6 +18,8 @@
 #include "log.h"
 #include "parse.h"
 
+#define NS_PER_S UINT64_C (1000000000)
+
 /* Parse leading decimal digits into *n; returns the rest of the string,
  * or NULL on no digits or overflow.  strtoull is not used because it
  * accepts signs and white space.
@@ -38,8 +40,8 @@ parse_digits (const char *s, uint64_t *n)
   return s;
 }
 
-static int
-bad_value (const char *key, const char *value, const char *forms)
+int
+parse_invalid (const char *key, const char *value, const char *forms)
 {
   dc_error ("%s=%s: invalid value: expected %s", key, value, forms);
   errno = EINVAL;
@@ -76,36 +78,75 @@ scan_size (const char *value, uint64_t *out)
 int
 parse_size (const char *key, const char *value, uint64_t *out)
 {
-  return scan_size (value, out) ? 0 : bad_value (key, value, PARSE_SIZE_FORMS);
+  return scan_size (value, out) ? 0 : parse_invalid (key, value, PARSE_SIZE_FORMS);
 }
 
 int
 parse_scaled_count (const char *key, const char *value, uint64_t *out)
 {
   return scan_size (value, out) ? 0
-                                : bad_value (key, value, SCALED_COUNT_FORMS);
+                                : parse_invalid (key, value, SCALED_COUNT_FORMS);
+}
+
+/* A duration in nanoseconds, in nbdkit_parse_delay's forms (nbdkit >=
+ * 1.40; Debian 12 ships 1.32): digits, an optional fraction, an
+ * optional unit.  The fraction is rounded up to the nanosecond (digits
+ * past the ninth add at most 1 ns), so that a duration above 0 never
+ * reads as 0.  False if value is not of that form or exceeds INT64_MAX
+ * ns (292 years).
+ */
+static bool
+scan_duration_ns (const char *value, uint64_t *out)
+{
+  static const struct { const char *suffix; uint64_t ns; } units[] = {
+    { "", NS_PER_S }, { "s", NS_PER_S }, { "ms", 1000000 }, { "us", 1000 },
+    { "\xc2\xb5s", 1000 }, { "\xce\xbcs", 1000 }, { "ns", 1 },
+    { "m", 60 * NS_PER_S }, { "h", 3600 * NS_PER_S },
+  };
+  uint64_t n, frac = 0, scale = 1, ns, rem;
+  bool finer = false;                   /* nonzero digits past the 9th */
+  const char *rest = parse_digits (value, &n);
+
+  if (rest == NULL)
+    return false;
+  if (*rest == '.') {
+    if (!isdigit ((unsigned char) *++rest))
+      return false;
+    for (; isdigit ((unsigned char) *rest); rest++) {
+      if (scale < NS_PER_S) {
+        frac = frac * 10 + (uint64_t) (*rest - '0');
+        scale *= 10;
+      }
+      else
+        finer |= *rest != '0';
+    }
+  }
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp (rest, units[i].suffix) != 0)
+      continue;
+    /* frac/scale of the unit, split so that no product passes 2^64:
+     * frac < scale <= 10^9.
+     */
+    rem = frac * (units[i].ns % scale);
+    ns = frac * (units[i].ns / scale) + rem / scale + (rem % scale || finer);
+    if (__builtin_mul_overflow (n, units[i].ns, &n) ||
+        __builtin_add_overflow (n, ns, &n) || n > INT64_MAX)
+      return false;
+    *out = n;
+    return true;
+  }
+  return false;
 }
 
 int
 parse_duration_ms (const char *key, const char *value, uint64_t *out)
 {
-  static const struct { const char *suffix; uint64_t ms; } units[] = {
-    { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 },
-  };
-  uint64_t n;
-  const char *rest = parse_digits (value, &n);
+  uint64_t ns;
 
-  if (rest == NULL)
-    return bad_value (key, value, PARSE_DURATION_FORMS);
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcmp (rest, units[i].suffix) == 0) {
-      if (__builtin_mul_overflow (n, units[i].ms, &n) || n > INT64_MAX)
-        return bad_value (key, value, PARSE_DURATION_FORMS);
-      *out = n;
-      return 0;
-    }
-  }
-  return bad_value (key, value, PARSE_DURATION_FORMS);
+  if (!scan_duration_ns (value, &ns))
+    return parse_invalid (key, value, PARSE_DURATION_FORMS);
+  *out = ns / 1000000 + (ns % 1000000 != 0);
+  return 0;
 }
 
 int
@@ -124,7 +165,7 @@ parse_bool (const char *key, const char *value, bool *out)
       return 0;
     }
   }
-  return bad_value (key, value, "a boolean: true/false, yes/no, on/off or 1/0");
+  return parse_invalid (key, value, "a boolean: true/false, yes/no, on/off or 1/0");
 }
 
 int

@@ -12,7 +12,15 @@
 
 /* The accepted forms, as the error messages name them. */
 #define PARSE_SIZE_FORMS "a size in bytes with an optional suffix k, M, G, T, P or E (powers of 1024), e.g. 4096 or 64k"
-#define PARSE_DURATION_FORMS "a duration: a number with an optional suffix ms, s, m or h (seconds if none), e.g. 200ms or 30s"
+#define PARSE_DURATION_SYNTAX "a number, a fraction allowed, with an optional suffix h, m, s, ms, us or ns (seconds if none), e.g. 1.5s, 250ms or 30"
+#define PARSE_DURATION_FORMS "a duration: " PARSE_DURATION_SYNTAX
+
+/* Report "KEY=VALUE: invalid value: expected FORMS" and return -1 with
+ * errno = EINVAL: for a caller whose own checks (a range, a keyword)
+ * come after one of the parsers below, so every refusal reads alike.
+ */
+extern int parse_invalid (const char *key, const char *value,
+                          const char *forms);
 
 /* A size in nbdkit_parse_size forms: digits with an optional suffix
  * b, k/K, M, G, T, P, E (powers of 1024).  Rejects signs and overflow.
@@ -25,8 +33,12 @@ extern int parse_size (const char *key, const char *value, uint64_t *out);
 extern int parse_scaled_count (const char *key, const char *value,
                                uint64_t *out);
 
-/* A duration: digits with an optional suffix ms, s (the default), m or h.
- * Stored in milliseconds.
+/* A duration in nbdkit_parse_delay's forms (nbdkit >= 1.40): digits
+ * with an optional fraction and an optional suffix h, m, s (the
+ * default), ms, us (or the micro sign) or ns: 1.5, 1.2s, 250ms, 1.2us.
+ * Stored in whole milliseconds, rounded up: a duration above 0 is at
+ * least 1 ms.  Refuses signs, exponents, a bare suffix and more than
+ * 292 years.
  */
 extern int parse_duration_ms (const char *key, const char *value,
                               uint64_t *out);

@@ -15,8 +15,14 @@ libservice_la_SOURCES = \
 	service/stats.c \
 	service/stats.h
 libservice_la_CPPFLAGS = $(SERVICE_CPPFLAGS)
-libservice_la_LIBADD = libvolume.la libctlproto.la
+libservice_la_LIBADD = libvolume.la libctlproto.la libstatstable.la
 
 # The control protocol's pure parts: in the server, and in discardctl.
 noinst_LTLIBRARIES += libctlproto.la
 libctlproto_la_SOURCES = service/ctl-proto.c service/ctl-proto.h
+
+# The statistics' descriptors (stats-table.h): in the server, and in
+# discardctl, which names each statistic it shows by them.
+noinst_LTLIBRARIES += libstatstable.la
+libstatstable_la_SOURCES = service/stats-table.c service/stats-table.h
+libstatstable_la_CPPFLAGS = $(SERVICE_CPPFLAGS)

@@ -4,74 +4,83 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "log.h"
 #include "stats.h"
+#include "stats-table.h"
 
-/* One table drives both formats so a counter cannot be missing from one. */
-#define STATS_U64(X)                                        \
-  X (trims) X (trim_bytes)                                  \
-  X (cancelled_by_writes) X (cancelled_by_zeroes)           \
-  X (merges) X (forwarded) X (forwarded_bytes)              \
-  X (dropped) X (dropped_bytes) X (dropped_full_bytes)      \
-  X (dropped_unsupported_bytes) X (dropped_fragment_bytes)  \
-  X (dropped_nomem_bytes) X (dropped_error_bytes)           \
-  X (pending_extents) X (pending_bytes) X (subgranule_bytes)\
-  X (inflight) X (inflight_bytes) X (write_waits)           \
-  X (forward_errors) X (granularity) X (max_discard)        \
-  X (max_extents) X (memory_bytes)                         \
-  X (state_loaded_extents) X (state_loaded_bytes)           \
-  X (already_clean_bytes) X (clean_extents) X (clean_bytes) \
-  X (clean_memory_bytes) X (clean_forgotten_bytes)          \
-  X (max_clean_extents)                                     \
-  X (state_loaded_clean_extents) X (state_loaded_clean_bytes) \
-  X (discard_p50_us_64k) X (discard_p99_us_64k)             \
-  X (discard_p50_us_1m) X (discard_p99_us_1m)               \
-  X (discard_p50_us_16m) X (discard_p99_us_16m)             \
-  X (discard_p50_us_large) X (discard_p99_us_large)         \
-  X (client_p99_us) X (client_p99_discard_us)               \
-  X (client_p99_all_us)                                     \
-  X (client_requests_discard) X (client_requests)           \
-  X (model_a_us) X (model_b_us_per_gib) X (stall_us)        \
-  X (budget_us) X (pace_bytes_per_s) X (pace_commands_per_s)\
-  X (pace_max_len) X (pace_gap_us) X (pace_rare_share_ppm)  \
-  X (budget_overruns)                                       \
-  X (drain_eta_ms) X (forced_by_memory)
+/* A field's value as text: JSON's form, or the text lines'. */
+static void
+field_text (const struct stats_field *f, const struct volume_stats *st,
+            bool json, char *buf, size_t len)
+{
+  const char *p = (const char *) st + f->offset;
 
-/* Thin mode's, present only with thin=on, named thin_NAME. */
-#define STATS_THIN_U64(X)                                   \
-  X (slot) X (size) X (slots)                               \
-  X (trims) X (trim_bytes) X (mapped) X (mapped_runs)       \
-  X (free_clean) X (free_clean_runs) X (free_zero)          \
-  X (free_pending) X (free_pending_runs)                    \
-  X (free_pending_largest)                                  \
-  X (free_undurable) X (allocated) X (reused)               \
-  X (enospc) X (zero_fills) X (map_bytes) X (memory_bytes)  \
-  X (commits) X (journal_bytes)                             \
-  X (checkpoints) X (last_checkpoint)
+  switch (f->type) {
+  case STATS_U64:
+    snprintf (buf, len, "%" PRIu64, *(const uint64_t *) p);
+    break;
+  case STATS_INT:
+    snprintf (buf, len, "%d", *(const int *) p);
+    break;
+  case STATS_BOOL:
+    snprintf (buf, len, "%s", *(const bool *) p ? (json ? "true" : "yes")
+                                                 : (json ? "false" : "no"));
+    break;
+  case STATS_PACE:
+    snprintf (buf, len, json ? "\"%s\"" : "%s",
+              pace_mode_name (*(const enum pace_mode *) p));
+    break;
+  }
+}
+
+/* The fields in the order both formats list them: the counters (u64)
+ * first, the engine's then thin mode's (with thin=on only), then the
+ * others.  Calls fn for each, in that order.
+ */
+static void
+for_each_field (const struct volume_stats *st,
+                void (*fn) (const struct stats_field *f, void *opaque),
+                void *opaque)
+{
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < STATS_NKEYS; i++) {
+      const struct stats_field *f = &stats_fields[i];
+
+      if ((f->type == STATS_U64) == (pass == 0) && (!f->thin || st->thin))
+        fn (f, opaque);
+    }
+}
+
+struct writer {
+  const struct volume_stats *st;
+  FILE *fp;
+  void (*emit) (const char *line, void *opaque);
+  void *opaque;
+};
+
+static void
+json_field (const struct stats_field *f, void *opaque)
+{
+  struct writer *w = opaque;
+  char value[64];
+
+  field_text (f, w->st, true, value, sizeof value);
+  fprintf (w->fp, ",\"%s\":%s", f->key, value);
+}
 
 int
 stats_write_json (const struct volume_stats *st, FILE *fp)
 {
-  const struct engine_stats *es = &st->engine;
+  struct writer w = { .st = st, .fp = fp };
 
   fprintf (fp, "{\"version\":1");
-#define JSON_FIELD(name) fprintf (fp, ",\"" #name "\":%" PRIu64, es->name);
-  STATS_U64 (JSON_FIELD)
-#undef JSON_FIELD
-#define JSON_THIN(name) fprintf (fp, ",\"thin_" #name "\":%" PRIu64, st->th.name);
-  if (st->thin) {
-    STATS_THIN_U64 (JSON_THIN)
-  }
-#undef JSON_THIN
-  fprintf (fp, ",\"last_error\":%d,\"discard_supported\":%s,\"paused\":%s,"
-           "\"pace_mode\":\"%s\"}\n",
-           es->last_error, es->discard_supported ? "true" : "false",
-           es->paused ? "true" : "false",
-           es->pace_mode ? es->pace_mode : "off");
+  for_each_field (st, json_field, &w);
+  fprintf (fp, "}\n");
   return ferror (fp) ? -1 : 0;
 }
 
@@ -115,33 +124,23 @@ stats_write_file (const struct volume_stats *st, const char *path)
   return -1;
 }
 
+static void
+line_field (const struct stats_field *f, void *opaque)
+{
+  struct writer *w = opaque;
+  char value[64], line[128];
+
+  field_text (f, w->st, false, value, sizeof value);
+  snprintf (line, sizeof line, "%-26s %s", f->key, value);
+  w->emit (line, w->opaque);
+}
+
 void
 stats_write_lines (const struct volume_stats *st,
                    void (*emit) (const char *line, void *opaque),
                    void *opaque)
 {
-  const struct engine_stats *es = &st->engine;
-  char line[128];
+  struct writer w = { .st = st, .emit = emit, .opaque = opaque };
 
-#define LINE_FIELD(name)                                                  \
-  snprintf (line, sizeof line, "%-26s %" PRIu64, #name, es->name);        \
-  emit (line, opaque);
-  STATS_U64 (LINE_FIELD)
-#undef LINE_FIELD
-#define LINE_THIN(name)                                                   \
-  snprintf (line, sizeof line, "%-26s %" PRIu64, "thin_" #name,           \
-            st->th.name);                                                 \
-  emit (line, opaque);
-  if (st->thin) {
-    STATS_THIN_U64 (LINE_THIN)
-  }
-#undef LINE_THIN
-  snprintf (line, sizeof line, "%-26s %d", "last_error", es->last_error);
-  emit (line, opaque);
-  snprintf (line, sizeof line, "%-26s %s", "discard_supported",
-            es->discard_supported ? "yes" : "no (backend: TRIM not supported)");
-  emit (line, opaque);
-  snprintf (line, sizeof line, "%-26s %s", "pace_mode",
-            es->pace_mode ? es->pace_mode : "off");
-  emit (line, opaque);
+  for_each_field (st, line_field, &w);
 }

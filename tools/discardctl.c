@@ -22,6 +22,7 @@
 #include "parse.h"
 #include "progress.h"
 #include "stats-format.h"
+#include "stats-table.h"
 
 #define USAGE \
   "Usage: discardctl [-s SOCKET] COMMAND [OPTIONS]\n" \
@@ -146,9 +147,9 @@ print_rates (const struct cmdline *cl, const struct jf_object *st,
   char every[HUMAN_LEN], clock[HUMAN_LEN], rate[HUMAN_LEN];
   time_t t = time (NULL);
 
-  jf_u64 (st, "trims", &now[0]);
-  jf_u64 (st, "forwarded", &now[1]);
-  jf_u64 (st, "forwarded_bytes", &now[2]);
+  jf_u64 (st, stats_key_name (STAT_trims), &now[0]);
+  jf_u64 (st, stats_key_name (STAT_forwarded), &now[1]);
+  jf_u64 (st, stats_key_name (STAT_forwarded_bytes), &now[2]);
   strftime (clock, sizeof clock, "%H:%M:%S", localtime (&t));
   printf ("every %s, %s: ", human_duration (cl->interval_ms, every), clock);
   if (sample == 0)
@@ -185,7 +186,7 @@ read_stats_file (const char *path, char **text, char **raw,
   }
   fclose (fp);
   if (n <= 0 || (*raw = strdup (*text)) == NULL ||
-      jf_parse (*text, st) == -1 || jf_find (st, "trims") == NULL) {
+      jf_parse (*text, st) == -1 || jf_find (st, stats_key_name (STAT_trims)) == NULL) {
     dc_error ("--file=%s: not discardcache statistics (one JSON object, as "
               "statsfile= or discardfuse's MOUNTPOINT/stats holds)", path);
     return EXIT_SERVER;
@@ -389,11 +390,12 @@ parse_watch (struct cmdline *cl, const char *arg)
   cl->watch = true;
   if (arg == NULL)
     return EXIT_OK;
-  if (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1)
-    return EXIT_USAGE;          /* reported, the accepted forms with it */
-  if (cl->interval_ms == 0)
-    return usage_error ("--watch=%s: expected an interval more than 0, "
-                        "such as 1s or 500ms", arg);
+  /* One message for every refusal, 0 included: the parser's own. */
+  if (parse_duration_ms ("--watch", arg, &cl->interval_ms) == -1 ||
+      (cl->interval_ms == 0 &&
+       parse_invalid ("--watch", arg,
+                      "a duration above 0: " PARSE_DURATION_SYNTAX) == -1))
+    return EXIT_USAGE;
   return EXIT_OK;
 }
 

@@ -17,7 +17,7 @@ tools_discardctl_SOURCES = \
 	tools/stats-format.h \
 	common/parse.c \
 	common/parse.h
-tools_discardctl_LDADD = libctlproto.la libdclogstderr.la
+tools_discardctl_LDADD = libctlproto.la libstatstable.la libdclogstderr.la
 
 man1_MANS += tools/discardctl.1
 EXTRA_DIST += tools/discardctl.pod

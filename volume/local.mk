@@ -12,6 +12,7 @@ libvolume_la_SOURCES = \
 	volume/thin/thin.h \
 	volume/thin/thin-alloc.c \
 	volume/thin/thin-internal.h \
+	volume/thin/thin-stats.h \
 	volume/thin/thin-journal.c \
 	volume/thin/thin-map.c \
 	volume/thin/thin-meta.c \

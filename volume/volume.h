@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "engine.h"
+#include "thin-stats.h"
 
 struct volume;
 
@@ -33,31 +34,9 @@ struct volume_config {
 };
 
 /* Thin mode's statistics (all 0 without thin=on). */
+/* Thin mode's statistics, one member a field of thin-stats.h's table. */
 struct thin_stats {
-  uint64_t slot;               /* slot size */
-  uint64_t size;               /* exported size */
-  uint64_t slots;              /* physical slots in the pool */
-  uint64_t trims;              /* trims received (the engine's trims */
-  uint64_t trim_bytes;         /*   are per physical run, at backend addresses) */
-  uint64_t mapped;             /* slots mapped */
-  uint64_t mapped_runs;        /* ... in runs (logical and physical) */
-  uint64_t free_clean;         /* free, nothing to discard */
-  uint64_t free_clean_runs;
-  uint64_t free_zero;          /* ... of those, known to read as zeros */
-  uint64_t free_pending;       /* free, their discard may be pending */
-  uint64_t free_pending_runs;  /* ... in runs, */
-  uint64_t free_pending_largest; /* the largest (slots) */
-  uint64_t free_undurable;     /* unmapped, unmap not yet durable */
-  uint64_t allocated;          /* slots allocated */
-  uint64_t reused;             /* ... whose pending discard they cancelled */
-  uint64_t enospc;             /* writes failed for want of a slot */
-  uint64_t zero_fills;         /* zero requests filling new slots */
-  uint64_t map_bytes;          /* memory of the map of runs */
-  uint64_t memory_bytes;       /* ... and of the free space maps */
-  uint64_t commits;            /* journal commits (FLUSH, FUA, ...) */
-  uint64_t journal_bytes;      /* meta file: checkpoint + journal */
-  uint64_t checkpoints;        /* checkpoints written */
-  uint64_t last_checkpoint;    /* its unix time, 0 if none */
+  THIN_STATS (STATS_MEMBER)
 };
 
 /* Everything statistics show: the engine's counters and the volume's. */

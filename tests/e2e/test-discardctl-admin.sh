@@ -72,8 +72,11 @@ one_line_error ()
         { cat "$dir/err"; fail "discardctl $*: not one error line"; }
     grep -qF -- "$want" "$dir/err" || { cat "$dir/err"; fail "discardctl $*: no '$want'"; }
 }
-one_line_error "--watch=abc" -s "$dir/ctl.sock" stats --watch=abc
-one_line_error "--watch=0" -s "$dir/ctl.sock" stats --watch=0
+one_line_error "--watch=abc: invalid value: expected a duration: a number, a fraction allowed" \
+    -s "$dir/ctl.sock" stats --watch=abc
+one_line_error "--watch=0: invalid value: expected a duration above 0: a number, a fraction allowed" \
+    -s "$dir/ctl.sock" stats --watch=0
+one_line_error "--watch=-1s: invalid value" -s "$dir/ctl.sock" stats --watch=-1s
 one_line_error "unknown option '--bogus'" -s "$dir/ctl.sock" dump --bogus
 one_line_error "unknown option '--bogus'" --bogus stats
 one_line_error "--wait is not an option of dump" -s "$dir/ctl.sock" dump --wait

@@ -88,6 +88,8 @@ grep -q '^discardcache_cancelled_by_writes_bytes_total 16384$' "$dir/out" ||
     fail "prometheus: cancelled_by_writes"
 expect 0 -s "$ctl" stats --watch=100ms --count=3
 [ "$(grep -c '^discardcache: 3 trims in' "$dir/out")" -eq 3 ] || fail "--watch --count=3"
+expect 0 -s "$ctl" stats --watch=0.1 --count=2
+[ "$(grep -c '^every 100 ms, ' "$dir/out")" -eq 2 ] || { cat "$dir/out"; fail "--watch=0.1"; }
 expect 0 -s "$ctl" stats --json --watch=50ms --count=2
 [ "$(jq -s length "$dir/out")" -eq 2 ] || fail "--json --watch: two objects"
 
@@ -104,6 +106,11 @@ expect 0 -s "$ctl" pause
 [ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .paused)" = true ] || fail "not paused"
 expect 0 -s "$ctl" resume
 [ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .paused)" = false ] || fail "not resumed"
+expect 0 -s "$ctl" set delay=1.5s budget=0.5ms
+[ "$(cat "$dir/out")" = "$(printf 'delay=1.5s\nbudget=0.5ms')" ] ||
+    { cat "$dir/out"; fail "set with fractions"; }
+[ "$("$DISCARDCTL" -s "$ctl" stats --json | jq .budget_us)" = 1000 ] ||
+    fail "budget=0.5ms not set as 1 ms (whole ms, rounded up)"
 expect 0 -s "$ctl" set delay=2h
 out_has "delay=2h"
 expect 1 -s "$ctl" set delay=soon

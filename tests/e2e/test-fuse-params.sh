@@ -31,7 +31,8 @@ cases=(
   "backend parameter is required|delay=1s $mnt"
   "delay=|$ok delay=soon $mnt"
   "delay=|$ok -o delay=-1s $mnt"
-  "idle=|$ok idle=1.5s $mnt"
+  "idle=|$ok idle=1.5.5s $mnt"
+  "budget=|$ok -o budget=1e3ms $mnt"
   "minlen=|$ok minlen=lots $mnt"
   "granularity=|$ok granularity=3000 $mnt"
   "max-discard=|$ok max-discard=100 $mnt"
@@ -95,8 +96,8 @@ mounted && fail "something is mounted after the refused inputs"
 
 # The good line, in the foreground, with the keys also as -o, the
 # backend bare and a relative mountpoint.
-(cd "$dir" && exec "$DISCARDFUSE" -f "$dir/disk" -o delay=200ms,idle=10ms \
-    granularity=64k max-discard=1M max-extents=1k on-full=drop rate=100 \
+(cd "$dir" && exec "$DISCARDFUSE" -f "$dir/disk" -o delay=1.5s,idle=0.01 \
+    budget=1.2ms granularity=64k max-discard=1M max-extents=1k on-full=drop rate=100 \
     max-clean-extents=off statsfile=stats.json mnt) &
 pid=$!
 cleanup_fn stop_discardfuse "$mnt" "$pid"
@@ -108,6 +109,7 @@ mounted && fail "still mounted after fusermount3 -u"
 [ -s "$dir/stats.json" ] || fail "relative statsfile= not written (in $dir)"
 [ "$(json_get "$dir/stats.json" granularity)" -eq 65536 ] || fail "granularity=64k not applied"
 [ "$(json_get "$dir/stats.json" max_clean_extents)" -eq 0 ] || fail "max-clean-extents=off not applied"
+[ "$(json_get "$dir/stats.json" budget_us)" -eq 2000 ] || fail "budget=1.2ms not applied as 2 ms"
 
 # Daemon mode: the parent returns once mounted; the daemon stops
 # cleanly (statistics written) on fusermount3 -u.

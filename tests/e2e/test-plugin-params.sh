@@ -36,11 +36,14 @@ cases=(
   # durations
   "delay=soon|delay=soon"
   "delay=-1s|delay=-1s"
-  "delay=1.5s|delay=1.5s"
+  "delay=1e9h|delay=1e9h"
+  "delay=s|delay=s"
+  "delay=1.s|delay=1.s"
   "delay=10d|delay=10d"
   "delay=: invalid|delay="
   "delay=99999999999999999999|delay=99999999999999999999"
-  "idle=1.5s|idle=1.5s"
+  "idle=1.5.5s|idle=1.5.5s"
+  "budget=-0.5ms|budget=-0.5ms"
   "idle=-5ms|idle=-5ms"
   # sizes
   "minlen=-4k|minlen=-4k"
@@ -162,13 +165,15 @@ fi
 
 # And the good lines serve.
 timeout 60 "$NBDKIT" -f -U "$dir/sock" --run 'nbdinfo "$uri"' "$PLUGIN" "$ok" \
-  delay=200ms idle=10ms granularity=64k max-discard=1M max-extents=1k \
+  delay=1.5s idle=0.01 budget=1.2ms granularity=64k max-discard=1M max-extents=1k \
   max-clean-extents=2k on-full=drop rate=100 statsfile="$dir/stats.json" >"$dir/out" 2>&1 ||
   { cat "$dir/out"; fail "good parameters refused"; }
 grep -q "can_trim: true" "$dir/out" || { cat "$dir/out"; fail "trim not advertised"; }
 wait_for_file "$dir/stats.json" || fail "good parameters: no statistics"
 [ "$(json_get "$dir/stats.json" max_clean_extents)" -eq 2048 ] ||
     fail "max-clean-extents=2k not applied"
+[ "$(json_get "$dir/stats.json" budget_us)" -eq 2000 ] ||
+    fail "budget=1.2ms not applied as 2 ms (whole milliseconds, rounded up)"
 if [ ${#nobody[@]} -gt 0 ]; then
   "${nobody[@]}" timeout 60 "$NBDKIT" -f -U "$dir/nobody/sock" --run 'nbdinfo "$uri"' \
     "$PLUGIN" backend="$dir/ro" readonly=true >"$dir/out" 2>&1 ||

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: the engine's statistics, listed once (the form of an
+ * entry is in stats-def.h).  engine.h makes struct engine_stats of it;
+ * the service writes the JSON and the text lines from it, and
+ * discardctl its table and its Prometheus text, so a field named here
+ * is everywhere and a name missing here is an error where it is used.
+ * The JSON keeps this order, the u64 fields first.
+ */
+#ifndef DISCARDCACHE_ENGINE_STATS_H
+#define DISCARDCACHE_ENGINE_STATS_H
+
+#include "stats-def.h"
+
+/* How the flusher paces forwarding (budget=), one name each: off (no
+ * budget=), probe, fits, rare (pace_decide's modes: no cost model yet;
+ * each discard fits the budget; it does not, so discards run rarely),
+ * idle (clients are quiet: no spacing) and memory (near max-extents,
+ * forwarding past the budget).  PACE_OFF is 0: a zeroed engine is off.
+ */
+#define PACE_MODES(X)                                                        \
+  X (OFF, off) X (PROBE, probe) X (FITS, fits) X (RARE, rare)                \
+  X (IDLE, idle) X (MEMORY, memory)
+
+enum pace_mode {
+#define PACE_MODE_ENUM(id, name) PACE_##id,
+  PACE_MODES (PACE_MODE_ENUM)
+#undef PACE_MODE_ENUM
+};
+
+/* The mode's name, as the statistics show it. */
+static inline const char *
+pace_mode_name (enum pace_mode m)
+{
+  switch (m) {
+#define PACE_MODE_NAME(id, name) case PACE_##id: return #name;
+    PACE_MODES (PACE_MODE_NAME)
+#undef PACE_MODE_NAME
+  }
+  return "?";
+}
+
+#define ENGINE_STATS(X)                                                      \
+  X (U64, trims, COUNTER, "trims_total", NULL, 1,                            \
+     "TRIM requests received.")                                              \
+  X (U64, trim_bytes, COUNTER, "trim_bytes_total", NULL, 1,                  \
+     "Bytes in the TRIM requests received.")                                 \
+  X (U64, cancelled_by_writes, COUNTER, "cancelled_by_writes_bytes_total",   \
+     NULL, 1,                                                                \
+     "Pending bytes cancelled by writes.")                                   \
+  X (U64, cancelled_by_zeroes, COUNTER, "cancelled_by_zeroes_bytes_total",   \
+     NULL, 1,                                                                \
+     "Pending bytes cancelled by zero requests.")                            \
+  X (U64, merges, COUNTER, "merges_total", NULL, 1,                          \
+     "TRIMs merged into pending extents.")                                   \
+  X (U64, forwarded, COUNTER, "forwarded_total", NULL, 1,                    \
+     "Discard commands sent to the backend.")                                \
+  X (U64, forwarded_bytes, COUNTER, "forwarded_bytes_total", NULL, 1,        \
+     "Bytes discarded on the backend.")                                      \
+  X (U64, dropped, COUNTER, "dropped_total", NULL, 1,                        \
+     "Pending extents given up (counted, never silently).")                  \
+  X (U64, dropped_bytes, NONE, NULL, NULL, 1,                                \
+     "Pending bytes given up, the sum of the reasons below.")                \
+  X (U64, dropped_full_bytes, COUNTER, "dropped_bytes_total",                \
+     "reason=\"full\"", 1,                                                   \
+     "Pending bytes given up, by reason.")                                   \
+  X (U64, dropped_unsupported_bytes, COUNTER, "dropped_bytes_total",         \
+     "reason=\"unsupported\"", 1,                                            \
+     "Pending bytes given up: the backend cannot discard.")                  \
+  X (U64, dropped_fragment_bytes, COUNTER, "dropped_bytes_total",            \
+     "reason=\"fragment\"", 1,                                               \
+     "Pending bytes given up: sub-granule pieces at the bound.")             \
+  X (U64, dropped_nomem_bytes, COUNTER, "dropped_bytes_total",               \
+     "reason=\"nomem\"", 1,                                                  \
+     "Pending bytes given up: cancelled whole when a split had no memory.")  \
+  X (U64, dropped_error_bytes, COUNTER, "dropped_bytes_total",               \
+     "reason=\"error\"", 1,                                                  \
+     "Pending bytes given up: failed to forward at the bound.")              \
+  X (U64, pending_extents, GAUGE, "pending_extents", NULL, 1,                \
+     "Pending discard extents.")                                             \
+  X (U64, pending_bytes, GAUGE, "pending_bytes", NULL, 1,                    \
+     "Bytes in pending discard extents.")                                    \
+  X (U64, subgranule_bytes, GAUGE, "subgranule_bytes", NULL, 1,              \
+     "Pending bytes in extents smaller than a granule.")                     \
+  X (U64, inflight, GAUGE, "inflight", NULL, 1,                              \
+     "Discards being sent now.")                                             \
+  X (U64, inflight_bytes, GAUGE, "inflight_bytes", NULL, 1,                  \
+     "Bytes in the discards being sent now.")                                \
+  X (U64, write_waits, COUNTER, "write_waits_total", NULL, 1,                \
+     "Writes that waited for a discard in flight.")                          \
+  X (U64, forward_errors, COUNTER, "forward_errors_total", NULL, 1,          \
+     "Discards that failed and stayed pending.")                             \
+  X (U64, granularity, GAUGE, "granularity_bytes", NULL, 1,                  \
+     "Discard granularity in bytes.")                                        \
+  X (U64, max_discard, GAUGE, "max_discard_bytes", NULL, 1,                  \
+     "Largest discard sent, in bytes.")                                      \
+  X (U64, max_extents, GAUGE, "max_extents", NULL, 1,                        \
+     "Bound on pending extents.")                                            \
+  X (U64, memory_bytes, GAUGE, "memory_bytes", NULL, 1,                      \
+     "Memory held by the extent map.")                                       \
+  X (U64, state_loaded_extents, GAUGE, "state_loaded_extents", NULL, 1,      \
+     "Pending extents loaded from the state file at start.")                 \
+  X (U64, state_loaded_bytes, GAUGE, "state_loaded_bytes", NULL, 1,          \
+     "Bytes in the pending extents loaded from the state file at start.")    \
+  X (U64, already_clean_bytes, COUNTER, "already_clean_bytes_total", NULL,   \
+     1,                                                                      \
+     "Trimmed bytes not sent again: the backend had discarded them and "     \
+     "nothing had written them since.")                                      \
+  X (U64, clean_extents, GAUGE, "clean_extents", NULL, 1,                    \
+     "Ranges known clean (discarded, not written since).")                   \
+  X (U64, clean_bytes, GAUGE, "clean_bytes", NULL, 1,                        \
+     "Bytes known clean.")                                                   \
+  X (U64, clean_memory_bytes, GAUGE, "clean_memory_bytes", NULL, 1,          \
+     "Memory held by the known-clean map.")                                  \
+  X (U64, clean_forgotten_bytes, COUNTER, "clean_forgotten_bytes_total",     \
+     NULL, 1,                                                                \
+     "Known-clean bytes forgotten at max-clean-extents (their next TRIM is"  \
+     " sent).")                                                              \
+  X (U64, max_clean_extents, GAUGE, "max_clean_extents", NULL, 1,            \
+     "Bound on known-clean extents (0: off).")                               \
+  X (U64, state_loaded_clean_extents, GAUGE, "state_loaded_clean_extents",   \
+     NULL, 1,                                                                \
+     "Known-clean extents loaded from the state file at start.")             \
+  X (U64, state_loaded_clean_bytes, GAUGE, "state_loaded_clean_bytes", NULL, \
+     1,                                                                      \
+     "Bytes in the known-clean extents loaded from the state file at "       \
+     "start.")                                                               \
+  X (U64, discard_p50_us_64k, NONE, NULL, NULL, 1,                           \
+     "Median latency of forwarded discards up to 64 KiB, in us.")            \
+  X (U64, discard_p99_us_64k, GAUGE, "discard_p99_seconds", "size=\"64k\"",  \
+     STATS_US,                                                               \
+     "p99 latency of forwarded discards, by size class.")                    \
+  X (U64, discard_p50_us_1m, NONE, NULL, NULL, 1,                            \
+     "Median latency of forwarded discards up to 1 MiB, in us.")             \
+  X (U64, discard_p99_us_1m, GAUGE, "discard_p99_seconds", "size=\"1m\"",    \
+     STATS_US,                                                               \
+     "p99 latency of forwarded discards up to 1 MiB.")                       \
+  X (U64, discard_p50_us_16m, NONE, NULL, NULL, 1,                           \
+     "Median latency of forwarded discards up to 16 MiB, in us.")            \
+  X (U64, discard_p99_us_16m, GAUGE, "discard_p99_seconds", "size=\"16m\"",  \
+     STATS_US,                                                               \
+     "p99 latency of forwarded discards up to 16 MiB.")                      \
+  X (U64, discard_p50_us_large, NONE, NULL, NULL, 1,                         \
+     "Median latency of larger forwarded discards, in us.")                  \
+  X (U64, discard_p99_us_large, GAUGE, "discard_p99_seconds",                \
+     "size=\"large\"", STATS_US,                                             \
+     "p99 latency of larger forwarded discards.")                            \
+  X (U64, client_p99_us, GAUGE, "client_p99_seconds", "discard=\"no\"",      \
+     STATS_US,                                                               \
+     "p99 latency of client requests over 2 s, by whether a discard was in"  \
+     " flight.")                                                             \
+  X (U64, client_p99_discard_us, GAUGE, "client_p99_seconds",                \
+     "discard=\"yes\"", STATS_US,                                            \
+     "p99 latency of client requests beside a discard, over 2 s.")           \
+  X (U64, client_p99_all_us, NONE, NULL, NULL, 1,                            \
+     "p99 latency of all client requests over 2 s, in us.")                  \
+  X (U64, client_requests_discard, NONE, NULL, NULL, 1,                      \
+     "Client requests beside a discard, over 2 s.")                          \
+  X (U64, client_requests, NONE, NULL, NULL, 1,                              \
+     "Client requests, over 2 s.")                                           \
+  X (U64, model_a_us, GAUGE, "model_seconds_per_command", NULL, STATS_US,    \
+     "Fitted discard cost per command.")                                     \
+  X (U64, model_b_us_per_gib, GAUGE, "model_seconds_per_byte", NULL,         \
+     STATS_US_PER_GIB,                                                       \
+     "Fitted discard cost per byte discarded.")                              \
+  X (U64, stall_us, GAUGE, "stall_seconds", NULL, STATS_US,                  \
+     "Client p99 with a discard in flight minus without.")                   \
+  X (U64, budget_us, GAUGE, "budget_seconds", NULL, STATS_US,                \
+     "budget= (0: no pacing).")                                              \
+  X (U64, pace_bytes_per_s, GAUGE, "pace_bytes_per_second", NULL, 1,         \
+     "Bytes forwarded in the last second.")                                  \
+  X (U64, pace_commands_per_s, GAUGE, "pace_commands_per_second", NULL, 1,   \
+     "Discards forwarded in the last second.")                               \
+  X (U64, pace_max_len, NONE, NULL, NULL, 1,                                 \
+     "The flusher's current largest discard, in bytes.")                     \
+  X (U64, pace_gap_us, NONE, NULL, NULL, 1,                                  \
+     "The flusher's current spacing between discards, in us.")               \
+  X (U64, pace_rare_share_ppm, NONE, NULL, NULL, 1,                          \
+     "RARE mode: the share of client requests allowed beside a discard, in"  \
+     " ppm.")                                                                \
+  X (U64, budget_overruns, COUNTER, "budget_overruns_total", NULL, 1,        \
+     "Seconds whose client p99 beat the budget while discards ran.")         \
+  X (U64, drain_eta_ms, GAUGE, "drain_eta_seconds", NULL, STATS_MS,          \
+     "Time to forward the pending bytes at the current pace.")               \
+  X (U64, forced_by_memory, COUNTER, "forced_by_memory_total", NULL, 1,      \
+     "Discards forwarded past the budget near max-extents.")                 \
+  X (INT, last_error, GAUGE, "last_error", NULL, 1,                          \
+     "errno of the last failed discard, 0 if none.")                         \
+  X (BOOL, discard_supported, GAUGE, "discard_supported", NULL, 1,           \
+     "1 while the backend accepts discards.")                                \
+  X (BOOL, paused, GAUGE, "paused", NULL, 1,                                 \
+     "1 while forwarding is paused.")                                        \
+  X (PACE, pace_mode, NONE, NULL, NULL, 1,                                   \
+     "What the flusher paces by: off, probe, fits, rare, idle or memory.")
+
+#endif /* DISCARDCACHE_ENGINE_STATS_H */
