@@ -17,6 +17,14 @@
  * granules out of that map in the same step as it cancels pending
  * discards.
  *
+ * Threads: every function here may be called from several threads at
+ * once (nbdkit's parallel model, FUSE's worker threads, the control
+ * socket's thread), except engine_open, engine_start, engine_stop and
+ * engine_close, which the thread that owns the engine calls alone,
+ * with no request in progress at engine_stop and engine_close.  One
+ * mutex inside guards the engine's state; it is never held across the
+ * backend's I/O, and never on return.
+ *
  * Functions returning int return 0 or -1 with errno set, the error
  * reported once with dc_error.
  */

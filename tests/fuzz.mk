@@ -22,12 +22,12 @@ fuzz_state_sources = \
 # Thin mode's meta file loader (checkpoint and journal replay).
 fuzz_thin_sources = \
 	tests/fuzz/fuzz-thin.c volume/thin/thin-journal.c volume/thin/thin-map.c \
-	volume/thin/thin-meta-v1.c cache/extmap.c common/crc32c.c \
+	volume/thin/thin-meta-v1.c $(extmap_c_sources) common/crc32c.c \
 	common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.
 fuzz_extmap_sources = \
-	tests/fuzz/fuzz-extmap.c cache/extmap.c tests/unit/extmap-ref.c
+	tests/fuzz/fuzz-extmap.c $(extmap_c_sources) tests/unit/extmap-ref.c
 
 EXTRA_DIST += \
 	tests/fuzz/fuzz-ctl-proto.c \

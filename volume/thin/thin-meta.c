@@ -123,6 +123,7 @@ copy_run (const struct extent *x, void *opaque)
  */
 static struct extmap *
 durable_map_locked (struct thin *t)
+  REQUIRES (thin_commit_lock, thin_lock)
 {
   struct copy c = { .to = extmap_new_runs () };
 
@@ -151,6 +152,7 @@ durable_map_locked (struct thin *t)
  */
 static int
 checkpoint (struct thin *t)
+  REQUIRES (thin_commit_lock)
 {
   uint64_t next_seq, now = (uint64_t) time (NULL);
   struct extmap *runs;
@@ -158,10 +160,10 @@ checkpoint (struct thin *t)
   size_t len;
   int fd, r;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   runs = durable_map_locked (t);
   next_seq = t->durable_seq + 1;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   if (runs == NULL) {
     dc_error ("meta=%s: out of memory for a checkpoint", t->path);
     return -1;
@@ -178,11 +180,11 @@ checkpoint (struct thin *t)
     close (t->fd);
   t->fd = fd;
   t->journal_end = len;
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   t->checkpoints++;
   t->last_checkpoint = now;
   t->meta_bytes = len;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return 0;
 }
 
@@ -192,6 +194,7 @@ checkpoint (struct thin *t)
  */
 static void
 release_undurable_locked (struct thin *t, uint64_t upto)
+  REQUIRES (thin_lock)
 {
   size_t kept = 0;
 
@@ -210,21 +213,22 @@ release_undurable_locked (struct thin *t, uint64_t upto)
 
 /* A commit, commit_lock held (and released on return). */
 static int
-commit_locked (struct thin *t, bool client_flush)
+commit_and_release_lock (struct thin *t, bool client_flush)
+  RELEASE (thin_commit_lock)
 {
   CLEANUP_FREE unsigned char *records = NULL;
   size_t len;
   uint64_t upto;
   int r;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   len = t->buflen;
   upto = t->next_seq - 1;
   if (len > 0 && (records = malloc (len)) != NULL)
     memcpy (records, t->buf, len);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   if (len > 0 && records == NULL) {
-    pthread_mutex_unlock (&t->commit_lock);
+    thin_commit_lock_release (t);
     dc_error ("thin: out of memory committing the journal");
     errno = ENOMEM;
     return -1;
@@ -240,7 +244,7 @@ commit_locked (struct thin *t, bool client_flush)
     bool full;
 
     t->journal_end += len;
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     if (len > 0) {
       memmove (t->buf, t->buf + len, t->buflen - len);
       t->buflen -= len;
@@ -251,33 +255,34 @@ commit_locked (struct thin *t, bool client_flush)
     t->meta_bytes = t->journal_end;
     full = thin_journal_full_locked (t);
     pthread_cond_broadcast (&t->changed);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (full)
       checkpoint (t);
   }
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
   return r;
 }
 
 int
 thin_commit (struct thin *t, bool client_flush)
 {
-  pthread_mutex_lock (&t->commit_lock);
-  return commit_locked (t, client_flush);
+  thin_commit_lock_acquire (t);
+  return commit_and_release_lock (t, client_flush);
 }
 
 int
 thin_commit_unless_busy (struct thin *t)
 {
-  if (pthread_mutex_trylock (&t->commit_lock) != 0)
+  if (!thin_commit_lock_try (t))
     return 0;
-  return commit_locked (t, false);
+  return commit_and_release_lock (t, false);
 }
 
 /* Opening. */
 
 static int
 create_meta (struct thin *t)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   void *image;
   size_t len;
@@ -337,19 +342,20 @@ read_whole (int fd, const char *path, unsigned char **image, size_t *len)
  */
 static int
 convert_v1 (struct thin *t)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   dc_debug ("meta=%s: format version 1, converting to version %d",
             t->path, THIN_VERSION);
   if (t->read_only)
     return 0;
-  pthread_mutex_lock (&t->commit_lock);
+  thin_commit_lock_acquire (t);
   t->durable_seq = t->next_seq - 1;
   if (checkpoint (t) == -1) {
-    pthread_mutex_unlock (&t->commit_lock);
+    thin_commit_lock_release (t);
     dc_error ("meta=%s: cannot convert it from format version 1", t->path);
     return -1;
   }
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
   return 0;
 }
 
@@ -358,6 +364,7 @@ convert_v1 (struct thin *t)
  */
 static int
 load_meta (struct thin *t, int fd, struct extmap **unmapped)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   CLEANUP_FREE unsigned char *image = NULL;
   struct thin_recovery rec;
@@ -427,6 +434,7 @@ learn_extent (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
  */
 static struct extmap *
 backend_zeros (struct thin *t)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct learn ln = { .t = t, .zeros = extmap_new () };
   uint64_t size = t->map.nphys << t->shift;
@@ -454,6 +462,7 @@ struct sort_free {
 
 static int
 sort_free_run (const struct extent *x, void *opaque)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct thin *t = ((struct sort_free *) opaque)->t;
 
@@ -473,6 +482,7 @@ sort_free_run (const struct extent *x, void *opaque)
  */
 static void
 sort_free (struct thin *t, struct extmap **unmapped)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct extmap *zeros = backend_zeros (t);
   struct sort_free sf = { .t = t };
@@ -527,7 +537,7 @@ thin_meta_close (struct thin *t)
 {
   if (t->read_only || thin_commit (t, false) == -1)
     return;
-  pthread_mutex_lock (&t->commit_lock);
+  thin_commit_lock_acquire (t);
   checkpoint (t);
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
 }

@@ -81,9 +81,9 @@ for_each_run (struct thin *t, uint64_t offset, uint64_t length, run_fn fn,
     uint32_t p = 0;
     bool mapped;
 
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     mapped = thin_map_lookup (&t->map, l, l1 - l, &p, &n);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     to = MIN (end, (l + n) << t->shift);
     if (fn (t, pos, to, mapped, p, arg) == -1)
       return -1;
@@ -105,7 +105,8 @@ run_address (const struct thin *t, uint32_t p, uint64_t pos)
  * engine: a commit frees them once that is done.
  */
 static void
-wait_unrecorded_locked (struct thin *t)
+wait_unrecorded_drops_lock (struct thin *t)
+  REQUIRES (thin_lock)
 {
   struct timespec ts;
 
@@ -115,11 +116,12 @@ wait_unrecorded_locked (struct thin *t)
     ts.tv_sec++;
     ts.tv_nsec -= 1000000000;
   }
-  pthread_cond_timedwait (&t->changed, &t->lock, &ts);
+  thin_cond_timedwait_drops_lock (t, &ts);
 }
 
 static int
 enospc_locked (struct thin *t)
+  REQUIRES (thin_lock)
 {
   if (t->enospc++ == 0)
     dc_error ("thin: no free slot left in the pool of %" PRIu64 " (%" PRIu64
@@ -136,7 +138,8 @@ enospc_locked (struct thin *t)
  * error).  Lock held; dropped during a commit.
  */
 static int
-plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
+plan_write_drops_lock (struct thin *t, struct thin_op *op, struct plan *pl)
+  REQUIRES (thin_lock)
 {
   for (;;) {
     uint64_t need = op->l1 - op->l0;
@@ -156,7 +159,7 @@ plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
      */
     if (op->kind != OP_SETUP) {
       op->kind = OP_SETUP;
-      if (thin_op_wait_locked (t, op))
+      if (thin_op_wait_drops_lock (t, op))
         continue;
     }
     if (need <= thin_space_slots (&t->space)) {
@@ -172,13 +175,13 @@ plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
     /* Unmaps a commit can make free. */
     for (size_t i = 0; i < t->nundurable; i++)
       recorded &= t->undurable[i].recorded;
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     r = thin_commit (t, false);
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     if (r == -1)
       return -1;
     if (!recorded)
-      wait_unrecorded_locked (t);
+      wait_unrecorded_drops_lock (t);
   }
 }
 
@@ -253,6 +256,7 @@ write_plan (struct thin *t, const struct plan *pl, const char *buf,
  */
 static int
 finish_write_locked (struct thin *t, const struct plan *pl, int r)
+  REQUIRES (thin_lock)
 {
   if (r == 0 && thin_reserve_records_locked (t, pl->n) == -1)
     r = -1;
@@ -285,6 +289,7 @@ enum commit_need { COMMIT_NONE, COMMIT_UNLESS_BUSY, COMMIT_NOW };
 
 static enum commit_need
 commit_needed_locked (struct thin *t, bool fua)
+  REQUIRES (thin_lock)
 {
   uint64_t limit = MAX (BUFFER_LIMIT,
                         MIN (thin_map_runs (&t->map) * THIN_RECORD_SIZE,
@@ -312,9 +317,9 @@ commit_if_needed (struct thin *t, bool fua)
 {
   enum commit_need need;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   need = commit_needed_locked (t, fua);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return commit_as_needed (t, need);
 }
 
@@ -334,10 +339,10 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
     return -1;
   slot_range (t, offset, count, &l0, &l1);
   thin_plan_init (&pl);
-  pthread_mutex_lock (&t->lock);
-  thin_op_begin_locked (t, &op, l0, l1, OP_IO);
-  fresh = plan_write_locked (t, &op, &pl);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_acquire (t);
+  thin_op_begin_drops_lock (t, &op, l0, l1, OP_IO);
+  fresh = plan_write_drops_lock (t, &op, &pl);
+  thin_lock_release (t);
 
   r = fresh == -1 ? -1 : 0;
   /* A commit follows new slots (FUA or not, see below): their data need
@@ -348,13 +353,13 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
   if (r == 0)
     r = write_plan (t, &pl, buf, offset, end, fua && fresh == 0);
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   if (fresh == 1)
     r = finish_write_locked (t, &pl, r);
   t->zero_fills += fills;
   need = fresh == 1 && r == 0 ? commit_needed_locked (t, fua) : COMMIT_NONE;
   thin_op_end_locked (t, &op);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   thin_plan_free (&pl);
   return r == 0 ? commit_as_needed (t, need) : r;
 }
@@ -391,13 +396,13 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
   if (volume_check_range (v, offset, count, false) == -1)
     return -1;
   slot_range (t, offset, count, &l0, &l1);
-  pthread_mutex_lock (&t->lock);
-  thin_op_begin_locked (t, &op, l0, l1, OP_IO);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_acquire (t);
+  thin_op_begin_drops_lock (t, &op, l0, l1, OP_IO);
+  thin_lock_release (t);
   r = for_each_run (t, offset, count, read_run, &a);
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   thin_op_end_locked (t, &op);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return r;
 }
 
@@ -420,6 +425,7 @@ unmaps (const struct clear_args *a)
  */
 static void
 mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
+  REQUIRES (thin_lock)
 {
   size_t lo = 0, hi = t->nundurable;
 
@@ -448,6 +454,7 @@ struct unmapped {
 static int
 unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
                     struct unmapped *batch, uint64_t *first_seq)
+  REQUIRES (thin_lock)
 {
   int k = 0;
 
@@ -489,18 +496,18 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
     uint64_t first_seq = 0;
     int k;
 
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     k = unmap_batch_locked (t, &pos, l1, batch, &first_seq);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (k <= 0)
       return k;
     for (int i = 0; i < k; i++)
       if (engine_trim (t->e, phys_offset (t, batch[i].p),
                        (uint64_t) batch[i].n << t->shift, fua) == -1)
         r = -1;
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     mark_recorded_locked (t, first_seq, first_seq + k - 1);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (r == -1)
       return -1;
   }
@@ -552,9 +559,9 @@ clear (struct thin *t, uint64_t offset, uint64_t length,
   w1 = end == t->v.size ? l1 : end >> t->shift;
   if (!unmaps (a) || w1 <= w0)
     w0 = w1 = l1;                   /* nothing to unmap */
-  pthread_mutex_lock (&t->lock);
-  thin_op_begin_locked (t, &op, l0, l1, w1 > w0 ? OP_UNMAP : OP_IO);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_acquire (t);
+  thin_op_begin_drops_lock (t, &op, l0, l1, w1 > w0 ? OP_UNMAP : OP_IO);
+  thin_lock_release (t);
 
   if (w1 > w0) {
     uint64_t head_end = w0 << t->shift, tail = w1 << t->shift;
@@ -569,9 +576,9 @@ clear (struct thin *t, uint64_t offset, uint64_t length,
   else
     r = clear_mapped (t, offset, length, a);
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   thin_op_end_locked (t, &op);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   if (r == 0)
     r = commit_if_needed (t, a->fua);
   return r;
@@ -604,10 +611,10 @@ thin_trim (struct volume *v, uint64_t offset, uint64_t length, bool fua)
   struct thin *t = thin_of (v);
   struct clear_args a = { .zero = false, .fua = fua };
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   t->trims++;
   t->trim_bytes += length;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return clear (t, offset, length, &a);
 }
 
