@@ -14,7 +14,7 @@
  * (one that holds a whole granule and is at least minlen long, for the
  * granularity and minlen the map was given); these make "largest",
  * "oldest" and "oldest forwardable" a single descent, and bound the
- * searches of extmap_largest_before and extmap_largest_aligned_before.
+ * search of extmap_largest_aligned_before.
  * (The fourth column took the inner fan-out from 18 to 15: inner nodes
  * are a twentieth of the nodes, so memory per extent barely moves.)
  *

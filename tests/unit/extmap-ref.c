@@ -254,7 +254,7 @@ extern const char *extmap_check (const struct extmap *map);
 
 const char *const ref_query_names[REF_QUERIES] = {
   [REF_LARGEST] = "largest", [REF_OLDEST] = "oldest",
-  [REF_LARGEST_BEFORE] = "largest_before", [REF_FIND_OVERLAP] = "find_overlap",
+  [REF_FIND_OVERLAP] = "find_overlap",
   [REF_FIND_FROM] = "find_from", [REF_ITERATE] = "iterate",
   [REF_OLDEST_FORWARDABLE] = "oldest_forwardable",
   [REF_LARGEST_ALIGNED_BEFORE] = "largest_aligned_before",
@@ -346,9 +346,6 @@ ref_check_query (const struct extmap *map, const struct extmap_ref *r,
                            ref_largest_before (r, UINT32_MAX));
   case REF_OLDEST:
     return compare_extent (name, extmap_oldest (map, &e), &e, ref_oldest (r));
-  case REF_LARGEST_BEFORE:
-    return compare_extent (name, extmap_largest_before (map, a->cutoff, &e),
-                           &e, ref_largest_before (r, a->cutoff));
   case REF_FIND_OVERLAP:
     /* Nothing overlaps an empty range; an end past 2^64 is cut. */
     end = a->x + a->len < a->x ? UINT64_MAX : a->x + a->len;

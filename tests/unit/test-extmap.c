@@ -133,6 +133,16 @@ remove_einval (struct extmap *map, uint64_t offset, uint64_t length)
   assert_int_equal (errno, EINVAL);
 }
 
+/* The flusher's pick with every extent eligible (a granule of one
+ * byte, no minlen): the longest extent whose time is at most cutoff.
+ */
+static bool
+largest_before (struct extmap *map, uint32_t cutoff, struct extent *e)
+{
+  extmap_set_granularity (map, 1);
+  return extmap_largest_aligned_before (map, cutoff, 0, e);
+}
+
 /* splitmix64, for reproducible random patterns. */
 static uint64_t
 rnd (uint64_t *state)
@@ -157,7 +167,7 @@ test_empty (void **state)
   assert_int_equal (extmap_bytes (map), 0);
   assert_false (extmap_largest (map, &e));
   assert_false (extmap_oldest (map, &e));
-  assert_false (extmap_largest_before (map, UINT32_MAX, &e));
+  assert_false (largest_before (map, UINT32_MAX, &e));
   assert_false (extmap_find_from (map, 0, &e));
   assert_false (extmap_find_overlap (map, 0, TOP, &e));
   assert_int_equal (extmap_iterate (map, 0, expect_visit, NULL), 0);
@@ -440,16 +450,16 @@ test_largest_before (void **state)
   insert_ok (map, 2000, 80, 10);
   insert_ok (map, 3000, 80, 20);
   insert_ok (map, 4000, 60, 5);
-  assert_false (extmap_largest_before (map, 4, &e));
-  assert_true (extmap_largest_before (map, 5, &e));      /* <= cutoff */
+  assert_false (largest_before (map, 4, &e));
+  assert_true (largest_before (map, 5, &e));      /* <= cutoff */
   assert_extent (&e, 4000, 60, 5);
-  assert_true (extmap_largest_before (map, 20, &e));     /* tie: lower */
+  assert_true (largest_before (map, 20, &e));     /* tie: lower */
   assert_extent (&e, 2000, 80, 10);
-  assert_true (extmap_largest_before (map, 49, &e));
+  assert_true (largest_before (map, 49, &e));
   assert_extent (&e, 2000, 80, 10);
-  assert_true (extmap_largest_before (map, 50, &e));
+  assert_true (largest_before (map, 50, &e));
   assert_extent (&e, 1000, 100, 50);
-  assert_true (extmap_largest_before (map, UINT32_MAX, &e));
+  assert_true (largest_before (map, UINT32_MAX, &e));
   assert_extent (&e, 1000, 100, 50);
 }
 
@@ -469,9 +479,9 @@ test_largest_before_many (void **state)
    * the longest even-numbered one with i <= 999: i = 498 and i = 998
    * both have length 499, and the lower offset wins.
    */
-  assert_true (extmap_largest_before (map, 999, &e));
+  assert_true (largest_before (map, 999, &e));
   assert_extent (&e, 498000, 499, 498);
-  assert_true (extmap_largest_before (map, 0, &e));
+  assert_true (largest_before (map, 0, &e));
   assert_extent (&e, 0, 1, 0);
   assert_true (extmap_largest (map, &e));
   assert_extent (&e, 499000, 500, 1000);
@@ -615,11 +625,11 @@ test_rebase_time (void **state)
               { 200, 30, UINT32_MAX - 50 });
   assert_true (extmap_oldest (map, &e));
   assert_extent (&e, 0, 10, 0);
-  assert_true (extmap_largest_before (map, 50, &e));
+  assert_true (largest_before (map, 50, &e));
   assert_extent (&e, 100, 20, 50);
   extmap_rebase_time (map, UINT32_MAX);
   ASSERT_MAP (map, { 0, 10, 0 }, { 100, 20, 0 }, { 200, 30, 0 });
-  assert_true (extmap_largest_before (map, 0, &e));
+  assert_true (largest_before (map, 0, &e));
   assert_extent (&e, 200, 30, 0);
 }
 
