@@ -271,12 +271,6 @@ extern int thin_meta_recover (const void *image, size_t len,
                               struct thin_map *m, struct thin_recovery *rec,
                               char *why, size_t whylen);
 
-/* The CRC-32C of a checkpoint's first len bytes, the 4-byte field at
- * crc_off taken as 0 (both versions).
- */
-extern uint32_t thin_checkpoint_crc (const unsigned char *p, size_t len,
-                                     size_t crc_off);
-
 /* Shared by both versions' readers (thin-journal.c).  Both headers
  * hold the slot size, the exported size, the backend's size, kind,
  * device and inode at the same offsets; the name is elsewhere.
