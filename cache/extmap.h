@@ -6,8 +6,8 @@
  *
  * The same tree also holds runs (extmap_new_runs): each extent maps
  * [offset, offset+length) onto [value, value+length) of another space
- * (thin mode's logical slots onto physical ones), the value kept in the
- * time field.  Runs merge only when both spaces continue, and a cut
+ * (thin mode's logical slots onto physical ones), the value in struct
+ * extent's value (which shares its storage with time).  Runs merge only when both spaces continue, and a cut
  * shifts the value of what remains after it.
  *
  * Not thread-safe: the engine serialises access with its own lock.
@@ -32,8 +32,11 @@ struct extmap;
 struct extent {
   uint64_t offset;
   uint64_t length;
-  uint32_t time;                /* when it was queued; in a map of runs,
-                                   the value: where offset maps to */
+  union {
+    uint32_t time;              /* a map of extents: when it was queued */
+    uint32_t value;             /* a map of runs (or one used as an
+                                   index): what offset maps to */
+  };
 };
 
 /* Create an empty map, or NULL with errno set. */

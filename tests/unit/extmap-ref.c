@@ -75,7 +75,7 @@ ref_splice (struct extmap_ref *r, size_t i0, size_t i1,
 static int
 ref_insert_run (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t v)
 {
-  struct extent m = { s, len, v };
+  struct extent m = { .offset = s, .length = len, .value = v };
   size_t i0 = ref_first (r, s, true), i1 = i0;
 
   if (v + len > (UINT64_C (1) << 32))
@@ -106,7 +106,7 @@ ref_insert_run (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t v)
 int
 ref_insert (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t t)
 {
-  struct extent m = { s, 0, t };
+  struct extent m = { .offset = s, .length = 0, .time = t };
   uint64_t e = s + len;
   size_t i0 = ref_first (r, s, true), i1;
 
@@ -134,11 +134,13 @@ ref_remove (struct extmap_ref *r, uint64_t s, uint64_t len)
 
     removed += MIN (e, end_of (x)) - MAX (s, x->offset);
     if (x->offset < s)
-      keep[k++] = (struct extent) { x->offset, s - x->offset, x->time };
+      keep[k++] = (struct extent) {
+        .offset = x->offset, .length = s - x->offset, .time = x->time,
+      };
     if (end_of (x) > e)
       keep[k++] = (struct extent) {
-        e, end_of (x) - e,
-        r->runs ? x->time + (uint32_t) (e - x->offset) : x->time,
+        .offset = e, .length = end_of (x) - e,
+        .time = r->runs ? x->time + (uint32_t) (e - x->offset) : x->time,
       };
   }
   ref_splice (r, i0, i1, keep, k);

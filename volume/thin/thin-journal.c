@@ -100,9 +100,9 @@ encode_run (const struct extent *x, void *opaque)
   enc->len += varint_put (enc->raw + enc->len, x->offset - enc->lend);
   enc->len += varint_put (enc->raw + enc->len, x->length);
   enc->len += varint_put (enc->raw + enc->len,
-                          zigzag ((int64_t) x->time - (int64_t) enc->pend));
+                          zigzag ((int64_t) x->value - (int64_t) enc->pend));
   enc->lend = x->offset + x->length;
-  enc->pend = x->time + x->length;
+  enc->pend = x->value + x->length;
   enc->runs++;
   return 0;
 }

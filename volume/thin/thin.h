@@ -39,7 +39,7 @@
 
 struct thin_map {
   struct extmap *runs;         /* logical slot -> physical slot (the
-                                  extent's time field: where it starts) */
+                                  extent's value: where it starts) */
   uint64_t nlogical;           /* logical slots (the last may be short) */
   uint64_t nphys;              /* physical slots */
   uint64_t mapped;             /* slots mapped */
