@@ -61,48 +61,6 @@ engine_config_copy (struct engine_config *dst, const struct engine_config *src)
   return 0;
 }
 
-static int
-set_auto_or_power_of_2 (const char *key, const char *value, uint64_t *out)
-{
-  uint64_t n;
-
-  if (strcmp (value, "auto") == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (parse_size (key, value, &n) == -1)
-    return -1;
-  if (!is_power_of_2 (n)) {
-    dc_error ("%s=%s: invalid value: expected auto or a power of two such as 4096 or 64k",
-              key, value);
-    errno = EINVAL;
-    return -1;
-  }
-  *out = n;
-  return 0;
-}
-
-static int
-set_max_discard (const char *key, const char *value, uint64_t *out)
-{
-  uint64_t n;
-
-  if (strcmp (value, "auto") == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (parse_size (key, value, &n) == -1)
-    return -1;
-  if (n < 512) {
-    dc_error ("%s=%s: invalid value: expected auto or a size of at least 512 bytes",
-              key, value);
-    errno = EINVAL;
-    return -1;
-  }
-  *out = n;
-  return 0;
-}
-
 /* budget=: a duration, or off (0 too): idle-gated forwarding.  The
  * one place that knows what turns pacing off.
  */
@@ -176,9 +134,13 @@ engine_config_set (struct engine_config *cfg, const char *key,
   if (strcmp (key, "minlen") == 0)
     return parse_size (key, value, &cfg->minlen);
   if (strcmp (key, "granularity") == 0)
-    return set_auto_or_power_of_2 (key, value, &cfg->granularity);
+    return parse_auto_size (key, value, "auto or a power of two such as "
+                            "4096 or 64k", 1, UINT64_MAX, true,
+                            &cfg->granularity);
   if (strcmp (key, "max-discard") == 0)
-    return set_max_discard (key, value, &cfg->max_discard);
+    return parse_auto_size (key, value, "auto or a size of at least 512 "
+                            "bytes", 512, UINT64_MAX, false,
+                            &cfg->max_discard);
   if (strcmp (key, "idle") == 0)
     return parse_duration_ms (key, value, &cfg->idle_ms);
   if (strcmp (key, "rate") == 0)

@@ -160,67 +160,12 @@ promising (const union node *n, unsigned i, const struct best *b)
      (n->inner.maxlen[i] == b->length && n->inner.key[i] < b->offset));
 }
 
-/* Branch and bound.  In each inner node the child with the longest
- * extent among those holding something old enough goes first, so that
- * a long candidate is found early and bounds the rest; the others follow
- * in address order.
- */
-static void
-best_before (const union node *n, unsigned l, struct best *b)
-{
-  unsigned first = n->h.n;
-  uint64_t top = 0;
-
-  if (l == 0) {
-    for (unsigned j = 0; j < n->h.n; j++) {
-      uint64_t len = n->leaf.length[j];
-
-      if (n->leaf.time[j] <= b->cutoff &&
-          (len > b->length ||
-           (len == b->length && n->leaf.offset[j] < b->offset))) {
-        b->length = len;
-        b->offset = n->leaf.offset[j];
-        b->leaf = n;
-        b->j = j;
-      }
-    }
-    return;
-  }
-  for (unsigned i = 0; i < n->h.n; i++) {
-    if (n->inner.mintime[i] <= b->cutoff && n->inner.maxlen[i] > top) {
-      top = n->inner.maxlen[i];
-      first = i;
-    }
-  }
-  if (first == n->h.n)
-    return;
-  if (promising (n, first, b))
-    best_before (n->inner.child[first], l - 1, b);
-  for (unsigned i = 0; i < n->h.n; i++) {
-    if (i != first && promising (n, i, b))
-      best_before (n->inner.child[i], l - 1, b);
-  }
-}
-
-bool
-extmap_largest_before (const struct extmap *map, uint32_t cutoff,
-                       struct extent *out)
-{
-  struct best b = { .cutoff = cutoff };
-
-  if (map->root == NULL)
-    return false;
-  best_before (map->root, map->height - 1, &b);
-  if (b.length == 0)
-    return false;
-  leaf_extent (b.leaf, b.j, out);
-  return true;
-}
-
-/* The search of extmap_largest_aligned_before: as best_before, with
- * the predicate narrowed to extents that hold a whole granule and are
- * at least minlen long, and children skipped by what their columns
- * rule out.
+/* The search of extmap_largest_aligned_before, branch and bound.  In
+ * each inner node the child with the longest extent among those that
+ * may hold a qualifying one goes first, so that a long candidate is
+ * found early and bounds the rest; the others follow in address order.
+ * Qualifying: old enough, at least minlen long, holding a whole
+ * granule; children are skipped by what their columns rule out.
  */
 struct aligned_best {
   struct best b;

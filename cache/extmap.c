@@ -14,7 +14,7 @@
  * (one that holds a whole granule and is at least minlen long, for the
  * granularity and minlen the map was given); these make "largest",
  * "oldest" and "oldest forwardable" a single descent, and bound the
- * searches of extmap_largest_before and extmap_largest_aligned_before.
+ * search of extmap_largest_aligned_before.
  * (The fourth column took the inner fan-out from 18 to 15: inner nodes
  * are a twentieth of the nodes, so memory per extent barely moves.)
  *
@@ -582,29 +582,39 @@ underflow (struct extmap *map, struct path *p, unsigned l)
 
 /* ---- granule totals and run values ---- */
 
-/* Add extent [s, s+len) to the granule totals (add) or take it away.
- * Every place that creates, changes or deletes a leaf element calls
- * this, for the old extent and the new one.
+/* Which granule total extent [s, s+len) counts in, and how much: its
+ * aligned part, or, holding no whole granule, all of it.  NULL when the
+ * map keeps no totals.  Every place that creates, changes or deletes a
+ * leaf element adds the new extent and takes the old one away.
  */
-static inline void
-account (struct extmap *map, uint64_t s, uint64_t len, bool add)
+static inline uint64_t *
+granule_total (struct extmap *map, uint64_t s, uint64_t len,
+               uint64_t *amount)
 {
-  uint64_t g = map->granularity, a, b, *total, amount;
+  uint64_t g = map->granularity, a, b;
 
   if (g == 0)
-    return;
+    return NULL;
   aligned_part (s, len, g, &a, &b);
-  if (b > a) {
-    total = &map->aligned;
-    amount = b - a;
-  }
-  else {
-    total = &map->subgranule;
-    amount = len;
-  }
-  if (add)
+  *amount = b > a ? b - a : len;
+  return b > a ? &map->aligned : &map->subgranule;
+}
+
+static inline void
+account_add (struct extmap *map, uint64_t s, uint64_t len)
+{
+  uint64_t amount, *total = granule_total (map, s, len, &amount);
+
+  if (total)
     *total += amount;
-  else
+}
+
+static inline void
+account_remove (struct extmap *map, uint64_t s, uint64_t len)
+{
+  uint64_t amount, *total = granule_total (map, s, len, &amount);
+
+  if (total)
     *total -= amount;
 }
 
@@ -634,7 +644,7 @@ run_add (struct extmap *map, struct run *run, const union node *n, unsigned j,
          unsigned k)
 {
   for (; j < k; j++) {
-    account (map, n->leaf.offset[j], n->leaf.length[j], false);
+    account_remove (map, n->leaf.offset[j], n->leaf.length[j]);
     run->bytes += n->leaf.length[j];
     run->maxend = MAX (run->maxend, n->leaf.offset[j] + n->leaf.length[j]);
     run->maxtime = MAX (run->maxtime, n->leaf.time[j]);
@@ -706,8 +716,8 @@ set_extent (struct extmap *map, struct path *p, uint64_t s, uint64_t e,
   union node *n = p->node[0];
   unsigned j = p->idx[0];
 
-  account (map, n->leaf.offset[j], n->leaf.length[j], false);
-  account (map, s, e - s, true);
+  account_remove (map, n->leaf.offset[j], n->leaf.length[j]);
+  account_add (map, s, e - s);
   map->bytes += (e - s) - n->leaf.length[j];
   n->leaf.offset[j] = s;
   n->leaf.length[j] = e - s;
@@ -785,9 +795,9 @@ cut (struct extmap *map, uint64_t s, uint64_t e, uint64_t *gone)
 
     if (reserve (map) == -1)
       return -1;
-    account (map, a0, a_end - a0, false);
-    account (map, a0, s - a0, true);
-    account (map, e, a_end - e, true);
+    account_remove (map, a0, a_end - a0);
+    account_add (map, a0, s - a0);
+    account_add (map, e, a_end - e);
     n->leaf.length[j] = s - a0;
     map->bytes -= e - s;
     map->count++;
@@ -805,7 +815,7 @@ cut (struct extmap *map, uint64_t s, uint64_t e, uint64_t *gone)
     else if (a_end > e)
       set_extent (map, &p, e, a_end, value_from (map, n, j, e));
     else {
-      account (map, a0, a_end - a0, false);
+      account_remove (map, a0, a_end - a0);
       map->count--;
       map->bytes -= a_end - a0;
       node_cut (&extmap_leaf_layout, n, j, 1);
@@ -890,7 +900,7 @@ insert_new (struct extmap *map, struct path *p, uint64_t offset,
     p->node[0] = map->root;
     p->idx[0] = 0;
   }
-  account (map, offset, length, true);
+  account_add (map, offset, length);
   map->count++;
   map->bytes += length;
   node_insert (map, p, 0, p->idx[0], &e);
@@ -994,7 +1004,7 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
     p.node[0] = map->root;
     p.idx[0] = 0;
   }
-  account (map, offset, length, true);
+  account_add (map, offset, length);
   map->count++;
   map->bytes += length;
   node_insert (map, &p, 0, p.idx[0], &e);
@@ -1025,7 +1035,7 @@ extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
 static int
 account_visit (const struct extent *x, void *opaque)
 {
-  account (opaque, x->offset, x->length, true);
+  account_add (opaque, x->offset, x->length);
   return 0;
 }
 

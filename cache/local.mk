@@ -26,6 +26,8 @@ libengine_la_SOURCES = \
 	cache/state.h \
 	cache/state-file.c \
 	common/crc32c.c \
+	common/file-header.c \
+	common/file-header.h \
 	common/parse.c \
 	common/parse.h
 libengine_la_CPPFLAGS = $(ENGINE_CPPFLAGS)

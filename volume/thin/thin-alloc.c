@@ -104,7 +104,7 @@ plan_push (struct plan *pl, uint64_t l, uint64_t n, uint32_t p, bool fresh)
  * or was dropped): it is clean space now.
  */
 static void
-settle_locked (struct thin *t, const struct extent *x)
+pending_to_clean_locked (struct thin *t, const struct extent *x)
   REQUIRES (thin_lock)
 {
   bool zero = thin_reads_as_zeros_locked (t, x->offset, x->length);
@@ -121,7 +121,7 @@ thin_reap_locked (struct thin *t, unsigned max)
 
   while (max-- > 0 && thin_space_oldest_pending (&t->space, &x) &&
          !discard_pending (t, x.offset, x.length))
-    settle_locked (t, &x);
+    pending_to_clean_locked (t, &x);
 }
 
 /* The physical slot that continues logical slot l-1, if l-1 is mapped
@@ -251,7 +251,7 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
       c->pending = true;
       break;
     }
-    settle_locked (t, &x);
+    pending_to_clean_locked (t, &x);
   }
   if (c->pending) {
     c->kind = THIN_PENDING;

@@ -16,6 +16,7 @@
 
 #include "arith.h"
 #include "crc32c.h"
+#include "file-header.h"
 #include "fileio.h"
 #include "grow.h"
 #include "le.h"
@@ -63,16 +64,6 @@ thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
          r->count > 0 ? 0 : -1;
 }
 
-uint32_t
-thin_checkpoint_crc (const unsigned char *p, size_t len, size_t crc_off)
-{
-  static const unsigned char zero[4];
-  uint32_t crc = crc32c (0, p, crc_off);
-
-  crc = crc32c (crc, zero, sizeof zero);
-  return crc32c (crc, p + crc_off + 4, len - crc_off - 4);
-}
-
 /* The payload: three varints a run. */
 
 struct encoder {
@@ -109,9 +100,9 @@ encode_run (const struct extent *x, void *opaque)
   enc->len += varint_put (enc->raw + enc->len, x->offset - enc->lend);
   enc->len += varint_put (enc->raw + enc->len, x->length);
   enc->len += varint_put (enc->raw + enc->len,
-                          zigzag ((int64_t) x->time - (int64_t) enc->pend));
+                          zigzag ((int64_t) x->value - (int64_t) enc->pend));
   enc->lend = x->offset + x->length;
-  enc->pend = x->time + x->length;
+  enc->pend = x->value + x->length;
   enc->runs++;
   return 0;
 }
@@ -167,7 +158,7 @@ thin_checkpoint_encode (const struct thin_meta_id *id,
   }
   *len = THIN_HEADER_SIZE + namelen + r;
   put_header (img, id, &enc, next_seq, time, namelen, r);
-  put32 (img + OFF_CRC, thin_checkpoint_crc (img, *len, OFF_CRC));
+  put32 (img + OFF_CRC, file_frame_crc (img, *len, OFF_CRC));
   free (enc.raw);
   *image = img;
   return 0;
@@ -184,7 +175,16 @@ int
 thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
                      const struct thin_meta_id *id, char *why, size_t whylen)
 {
-  bool has_inode = id->backend.dev != 0 || id->backend.ino != 0;
+  char kind[sizeof id->backend.kind];
+  struct file_backend was = {
+    .kind = kind, .dev = get64 (p + OFF_DEV), .ino = get64 (p + OFF_INO),
+    .name = name, .namelen = namelen,
+  };
+  struct file_backend now = {
+    .kind = id->backend.kind, .dev = id->backend.dev,
+    .ino = id->backend.ino, .name = id->backend.name,
+    .namelen = strlen (id->backend.name),
+  };
 
   if (get64 (p + OFF_SLOT) != id->slot || get64 (p + OFF_SIZE) != id->size)
     return fileio_fail (why, whylen,
@@ -192,14 +192,10 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
                         ", not slot=%" PRIu64 " size=%" PRIu64,
                         get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot,
                         id->size);
-  if (strncmp ((const char *) p + OFF_KIND, id->backend.kind,
-               sizeof id->backend.kind) != 0 ||
-      (has_inode && (get64 (p + OFF_DEV) != id->backend.dev ||
-                     get64 (p + OFF_INO) != id->backend.ino)) ||
-      (!has_inode && (namelen != strlen (id->backend.name) ||
-                      memcmp (name, id->backend.name, namelen) != 0)))
-    return fileio_fail (why, whylen, "it belongs to another backend (%.*s)",
-                        (int) namelen, name);
+  memcpy (kind, p + OFF_KIND, sizeof kind - 1);
+  kind[sizeof kind - 1] = '\0';
+  if (file_same_backend (&was, &now, why, whylen) == -1)
+    return -1;
   if (get64 (p + OFF_BSIZE) != id->backend_size)
     return fileio_fail (why, whylen,
                         "the backend was %" PRIu64 " bytes when it was "
@@ -245,25 +241,25 @@ load_checkpoint (const unsigned char *p, size_t len,
                  const struct thin_meta_id *id, struct thin_map *m,
                  struct thin_recovery *rec, char *why, size_t whylen)
 {
+  static const struct file_frame_layout layout = {
+    .what = "the checkpoint", .hsize = THIN_HEADER_SIZE,
+    .off_namelen = OFF_NAMELEN, .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
+    .name_max = sizeof id->backend.name,
+  };
   uint64_t paylen, rawlen, runs;
   size_t namelen, end;
+  struct file_frame f;
   unsigned char *raw;
   size_t r;
   int ret;
 
-  if (len < THIN_HEADER_SIZE || get32 (p + OFF_HSIZE) != THIN_HEADER_SIZE)
-    return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
-  namelen = get32 (p + OFF_NAMELEN);
-  paylen = get64 (p + OFF_PAYLEN);
+  if (file_frame_check (p, len, &layout, &f, why, whylen) == -1)
+    return -1;
+  namelen = f.namelen;
+  paylen = f.paylen;
+  end = f.end;
   rawlen = get64 (p + OFF_RAWLEN);
   runs = get64 (p + OFF_RUNS);
-  if (namelen >= sizeof id->backend.name || paylen > len ||
-      THIN_HEADER_SIZE + namelen + paylen > len)
-    return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
-  end = THIN_HEADER_SIZE + namelen + paylen;
-  if (get32 (p + OFF_CRC) != thin_checkpoint_crc (p, end, OFF_CRC))
-    return fileio_fail (why, whylen,
-                        "the checkpoint is corrupt (checksum mismatch)");
   if (thin_check_identity (p, (const char *) p + THIN_HEADER_SIZE, namelen,
                            id, why, whylen) == -1)
     return -1;

@@ -113,7 +113,7 @@ copy_run (const struct extent *x, void *opaque)
 {
   struct copy *c = opaque;
 
-  return extmap_insert (c->to, x->offset, x->length, x->time) == -1 ? -1 : 0;
+  return extmap_insert (c->to, x->offset, x->length, x->value) == -1 ? -1 : 0;
 }
 
 /* The durable map: a copy of the map with the buffered (not yet

@@ -108,9 +108,9 @@ thin_dump_map_batch (struct volume *v, uint64_t from,
   for (; n < max && extmap_find_from (t->map.runs, from, &x); n++) {
     uint64_t l = MAX (from, x.offset);
 
-    /* A run's physical start is kept in the extent's time field. */
+    /* A run's value is its physical start. */
     runs[n] = (struct volume_map_run) {
-      .logical = l, .physical = x.time + (l - x.offset),
+      .logical = l, .physical = x.value + (l - x.offset),
       .length = x.offset + x.length - l,
     };
     from = x.offset + x.length;

@@ -244,7 +244,7 @@ key_run (const struct thin_space *s, const struct extent *k, struct extent *x)
 {
   uint32_t seq = UINT32_MAX - (uint32_t) (k->offset >> 1);
 
-  return pending_at (s, k->time, x) && x->offset == k->time &&
+  return pending_at (s, k->value, x) && x->offset == k->value &&
          x->time == seq && index_key (x->length, seq) == k->offset;
 }
 

@@ -301,8 +301,9 @@ commit_needed_locked (struct thin *t, bool fua)
   return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
 
+/* Run the commit that need, decided under the lock, asks for. */
 static int
-commit_as_needed (struct thin *t, enum commit_need need)
+commit_decided (struct thin *t, enum commit_need need)
 {
   switch (need) {
   case COMMIT_NOW: return thin_commit (t, false);
@@ -312,15 +313,16 @@ commit_as_needed (struct thin *t, enum commit_need need)
   return 0;
 }
 
+/* Decide which commit a request needs, then run it. */
 static int
-commit_if_needed (struct thin *t, bool fua)
+decide_and_commit (struct thin *t, bool fua)
 {
   enum commit_need need;
 
   thin_lock_acquire (t);
   need = commit_needed_locked (t, fua);
   thin_lock_release (t);
-  return commit_as_needed (t, need);
+  return commit_decided (t, need);
 }
 
 int
@@ -361,7 +363,7 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
   thin_op_end_locked (t, &op);
   thin_lock_release (t);
   thin_plan_free (&pl);
-  return r == 0 ? commit_as_needed (t, need) : r;
+  return r == 0 ? commit_decided (t, need) : r;
 }
 
 /* Reads: mapped runs from the engine, the rest zeros. */
@@ -408,14 +410,14 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
 
 /* Trims and zeros. */
 
-struct clear_args {
+struct trim_zero_args {
   bool zero;                        /* zero, else trim */
   bool may_trim, fua, fast;
 };
 
 /* A TRIM, or a zero that may trim, unmaps whole slots. */
 static bool
-unmaps (const struct clear_args *a)
+unmaps (const struct trim_zero_args *a)
 {
   return !a->zero || a->may_trim;
 }
@@ -518,10 +520,10 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
  * zero at the physical address (unmapped ones read as zeros already).
  */
 static int
-clear_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
-           void *arg)
+trim_or_zero_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped,
+                  uint32_t p, void *arg)
 {
-  const struct clear_args *a = arg;
+  const struct trim_zero_args *a = arg;
 
   if (!mapped)
     return 0;
@@ -532,10 +534,10 @@ clear_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
 }
 
 static int
-clear_mapped (struct thin *t, uint64_t offset, uint64_t length,
-              const struct clear_args *a)
+trim_or_zero_mapped (struct thin *t, uint64_t offset, uint64_t length,
+                     const struct trim_zero_args *a)
 {
-  return for_each_run (t, offset, length, clear_run, (void *) a);
+  return for_each_run (t, offset, length, trim_or_zero_run, (void *) a);
 }
 
 /* A whole slot is unmapped by a TRIM or a zero that may trim; the rest
@@ -545,8 +547,8 @@ clear_mapped (struct thin *t, uint64_t offset, uint64_t length,
  * is covered to the end of the disk.
  */
 static int
-clear (struct thin *t, uint64_t offset, uint64_t length,
-       const struct clear_args *a)
+trim_or_zero_range (struct thin *t, uint64_t offset, uint64_t length,
+                    const struct trim_zero_args *a)
 {
   uint64_t end = offset + length, l0, l1, w0, w1;
   struct thin_op op;
@@ -567,20 +569,20 @@ clear (struct thin *t, uint64_t offset, uint64_t length,
     uint64_t head_end = w0 << t->shift, tail = w1 << t->shift;
 
     if (offset < head_end)
-      r = clear_mapped (t, offset, head_end - offset, a);
+      r = trim_or_zero_mapped (t, offset, head_end - offset, a);
     if (r == 0)
       r = unmap_range (t, w0, w1, a->fua);
     if (r == 0 && tail < end)
-      r = clear_mapped (t, tail, end - tail, a);
+      r = trim_or_zero_mapped (t, tail, end - tail, a);
   }
   else
-    r = clear_mapped (t, offset, length, a);
+    r = trim_or_zero_mapped (t, offset, length, a);
 
   thin_lock_acquire (t);
   thin_op_end_locked (t, &op);
   thin_lock_release (t);
   if (r == 0)
-    r = commit_if_needed (t, a->fua);
+    r = decide_and_commit (t, a->fua);
   return r;
 }
 
@@ -589,7 +591,7 @@ thin_zero (struct volume *v, uint64_t offset, uint64_t length, bool may_trim,
            bool fua, bool fast)
 {
   struct thin *t = thin_of (v);
-  struct clear_args a = {
+  struct trim_zero_args a = {
     .zero = true, .may_trim = may_trim, .fua = fua, .fast = fast,
   };
 
@@ -602,20 +604,20 @@ thin_zero (struct volume *v, uint64_t offset, uint64_t length, bool may_trim,
     errno = EOPNOTSUPP;
     return -1;
   }
-  return clear (t, offset, length, &a);
+  return trim_or_zero_range (t, offset, length, &a);
 }
 
 int
 thin_trim (struct volume *v, uint64_t offset, uint64_t length, bool fua)
 {
   struct thin *t = thin_of (v);
-  struct clear_args a = { .zero = false, .fua = fua };
+  struct trim_zero_args a = { .zero = false, .fua = fua };
 
   thin_lock_acquire (t);
   t->trims++;
   t->trim_bytes += length;
   thin_lock_release (t);
-  return clear (t, offset, length, &a);
+  return trim_or_zero_range (t, offset, length, &a);
 }
 
 int
