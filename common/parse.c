@@ -229,7 +229,7 @@ parse_auto_size (const char *key, const char *value, const char *forms,
   }
   if (!scan_size (value, &n) || n < min || n > max ||
       (power_of_2 && !is_power_of_2 (n)))
-    return bad_value (key, value, forms);
+    return parse_invalid (key, value, forms);
   *out = n;
   return 0;
 }
