@@ -38,6 +38,7 @@ engine_config_init (struct engine_config *cfg)
     .max_extents = 1024 * 1024,
     .max_clean_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
+    .journal = true,
   };
 }
 
@@ -198,6 +199,8 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_bool (key, value, &cfg->flush_discards);
   if (strcmp (key, "passthrough") == 0)
     return parse_bool (key, value, &cfg->passthrough);
+  if (strcmp (key, "journal") == 0)
+    return parse_bool (key, value, &cfg->journal);
   if (strcmp (key, "state") == 0)
     return parse_path (key, value, "the path of a file, e.g. /var/lib/dc.state",
                        &cfg->state);

@@ -27,6 +27,7 @@ struct engine_config {
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */
+  bool journal;                /* with state: keep the sets across a crash */
   char *state;                 /* state file path (owned); NULL: none */
 };
 

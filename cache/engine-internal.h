@@ -72,6 +72,9 @@ struct engine {
   uint64_t flush_completed GUARDED_BY (engine_lock); /* ... and finished */
   int flush_errno GUARDED_BY (engine_lock); /* why the last one stopped early */
 
+  /* The journal of the pending set (journal-file.c), NULL when off. */
+  struct engine_journal *journal;
+
   /* The thread that starts and stops the engine (the service's) alone. */
   bool thread_running;
   pthread_t thread;
@@ -236,5 +239,60 @@ extern int engine_state_load (struct engine *e);
 
 /* Write the pending extents to the state file atomically.  0 or -1. */
 extern int engine_state_save (struct engine *e);
+
+/* The state file's parts, for the journal (journal-file.c). */
+struct state_identity;
+struct state_header;
+/* Who the backend is now. */
+extern void engine_state_identity (const struct engine *e,
+                                   struct state_identity *id);
+/* Both maps as a state file image (*image NULL when both are empty);
+ * stamp_mtime false writes a file modification time of 0 (unknown).
+ */
+extern int engine_state_encode_locked (struct engine *e, bool stamp_mtime,
+                                       void **image, size_t *len)
+  REQUIRES (engine_lock);
+/* Write image to path atomically (path.tmp, fsync, rename, fsync the
+ * directory).  0, or -1 reported.
+ */
+extern int engine_state_write (const char *path, const void *image,
+                               size_t len);
+/* Read path whole: 1, 0 when it does not exist, -1 reported. */
+extern int engine_state_read (const char *path, unsigned char **buf,
+                              size_t *len);
+/* Rename a refused file to path.rejected (said why).  0 or -1. */
+extern int engine_state_reject (const char *path, const char *why);
+/* Apply a checked image's extents to the maps, counted as loaded. */
+extern void engine_state_apply_locked (struct engine *e, const void *image,
+                                       const struct state_header *h)
+  REQUIRES (engine_lock);
+
+/* The journal of the pending set (journal-file.c, invariant 10).  With
+ * journal=on and state=FILE on a writable backend, it replaces the
+ * load: the checkpoint (the state file) and the journal beside it are
+ * replayed, a fresh checkpoint is written, and from then on every
+ * change to the pending and known-clean maps is recorded as the maps'
+ * observer sees it.  engine_journal_commit makes every change recorded
+ * so far durable (a client's FLUSH, a FUA write); _begin starts that
+ * on the journal's thread so that the caller's backend flush runs
+ * beside it, and _wait waits for it.
+ */
+extern bool engine_journal_wanted (const struct engine *e);
+extern int engine_journal_load (struct engine *e);
+/* journal=off: if a journal is there (a start with journal=on crashed),
+ * load state file and journal as with it, then remove both.  1 if it
+ * did, 0 if there was no journal, -1 (reported) when it failed.
+ */
+extern int engine_journal_load_left (struct engine *e);
+extern int engine_journal_start (struct engine *e);
+extern uint64_t engine_journal_begin (struct engine *e);
+extern int engine_journal_wait (struct engine *e, uint64_t ticket);
+/* At a clean stop: after the state file is saved, the journal goes;
+ * if it was not saved, the journal is committed as it stands.
+ */
+extern void engine_journal_stop (struct engine *e, bool state_saved);
+extern void engine_journal_free (struct engine *e);
+/* The journal's counters, into st (lock not needed). */
+extern void engine_journal_stats (struct engine *e, struct engine_stats *st);
 
 #endif /* DISCARDCACHE_ENGINE_INTERNAL_H */

@@ -163,6 +163,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   return e;
 
  err_sync:
+  engine_journal_free (e);
   pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
@@ -193,7 +194,7 @@ engine_start (struct engine *e)
     return -1;
   }
   e->thread_running = true;
-  return 0;
+  return engine_journal_start (e);
 }
 
 /* What the stop left pending, said once and truthfully: saved only
@@ -278,6 +279,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
     forward_all_drops_lock (e, deadline);
     engine_lock_release (e);
   }
+  engine_journal_stop (e, e->state_saved);
   log_leftovers (e);
 }
 
@@ -291,6 +293,7 @@ engine_close (struct engine *e)
    */
   if (!e->stopped && (e->thread_running || engine_keys (e)->state))
     engine_stop (e, 0);
+  engine_journal_free (e);
   backend_close (e->backend);
   extmap_free (e->map);
   clean_free (&e->clean);
@@ -530,13 +533,18 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
 {
   struct request rq;
+  uint64_t ticket;
   int r;
 
   if (check_range (e, offset, count, true) == -1)
     return -1;
   request_begin (e, &rq);
   cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
+  ticket = fua ? engine_journal_begin (e) : 0;
   r = e->backend->ops->pwrite (e->backend, buf, count, offset, fua);
+  /* Invariant 10: a FUA write is durable, and so is its cancel. */
+  if (r == 0 && fua)
+    r = engine_journal_wait (e, ticket);
   request_end (e, &rq);
   return r;
 }
@@ -565,6 +573,8 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     clean_discarded (&e->clean, offset, length);
     engine_lock_release (e);
   }
+  if (r == 0 && fua)
+    r = engine_journal_wait (e, engine_journal_begin (e));
   request_end (e, &rq);
   return r;
 }
@@ -733,15 +743,22 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   return r;
 }
 
+/* Invariant 10: the journal's commit runs beside the backend's flush,
+ * and covers every change recorded before this FLUSH arrived.
+ */
 static int
 flush (struct engine *e, bool forward_first)
 {
+  uint64_t ticket;
   int r;
 
   request_begin (e, NULL);
   if (forward_first)
     engine_drain (e, NULL, NULL);
+  ticket = engine_journal_begin (e);
   r = e->backend->ops->flush (e->backend);
+  if (engine_journal_wait (e, ticket) == -1 && r == 0)
+    r = -1;
   request_end (e, NULL);
   return r;
 }
@@ -896,6 +913,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->clean_forgotten_bytes = e->clean.forgotten_bytes;
   st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
+  engine_journal_stats (e, st);
   engine_lock_release (e);
 }
 

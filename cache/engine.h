@@ -66,6 +66,15 @@ struct engine_stats {
   uint64_t max_clean_extents;       /* 0: off */
   uint64_t state_loaded_clean_extents; /* taken from state= at this start */
   uint64_t state_loaded_clean_bytes;
+  /* The journal of the pending set (journal=, invariant 10). */
+  uint64_t journal_on;              /* 1: recording now */
+  uint64_t journal_records;         /* changes recorded */
+  uint64_t journal_commits;         /* fdatasyncs of the journal */
+  uint64_t journal_checkpoints;     /* state files written while serving */
+  uint64_t journal_bytes;           /* records in the file now */
+  uint64_t journal_replayed_records; /* replayed at this start */
+  uint64_t journal_clean_unverified_bytes; /* known clean at the crash,
+                                       not a hole now: pending or forgotten */
   int last_error;                   /* errno of the last failed discard, 0 if none */
   bool discard_supported;           /* false once the backend said EOPNOTSUPP */
   bool paused;

@@ -214,8 +214,18 @@ struct extmap {
   uint64_t minlen;              /* forwardable: at least this long */
   uint64_t aligned;             /* sum of the aligned parts */
   uint64_t subgranule;          /* bytes of extents holding no granule */
+  extmap_observer_fn observer;  /* NULL: nobody observes the changes */
+  void *observer_opaque;
   struct pool pool;
 };
+
+static void
+observe (const struct extmap *map, enum extmap_observe_op op,
+         uint64_t offset, uint64_t length)
+{
+  if (map->observer)
+    map->observer (map->observer_opaque, op, offset, length);
+}
 
 /* A root-to-leaf path.  Level 0 is the leaf and height-1 the root, so
  * growing the tree adds a level at the top without renumbering.  idx[l]
@@ -1349,6 +1359,14 @@ extmap_clear (struct extmap *map)
   map->bytes = 0;
   map->aligned = 0;
   map->subgranule = 0;
+  observe (map, EXTMAP_OBSERVE_CLEAR, 0, 0);
+}
+
+void
+extmap_set_observer (struct extmap *map, extmap_observer_fn fn, void *opaque)
+{
+  map->observer = fn;
+  map->observer_opaque = opaque;
 }
 
 /* A new extent at index j of p's leaf (or in a new root leaf). */
@@ -1457,6 +1475,7 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
     if (start_at (map, &p, p.idx[0], &next) && next <= end) {
       merge (map, &p, offset, end, time);
       pool_trim (&map->pool);
+      observe (map, EXTMAP_OBSERVE_INSERT, offset, length);
       return 0;
     }
   }
@@ -1475,6 +1494,7 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
   map->bytes += length;
   node_insert (map, &p, 0, p.idx[0], &e);
   pool_trim (&map->pool);
+  observe (map, EXTMAP_OBSERVE_INSERT, offset, length);
   return 0;
 }
 
@@ -1493,6 +1513,8 @@ extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
     if (r == -1)
       return -1;
   }
+  if (gone > 0)
+    observe (map, EXTMAP_OBSERVE_REMOVE, offset, length);
   if (removed)
     *removed = gone;
   return 0;

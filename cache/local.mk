@@ -16,6 +16,9 @@ libengine_la_SOURCES = \
 	cache/engine-test.h \
 	cache/flusher.c \
 	cache/forward.c \
+	cache/journal.c \
+	cache/journal.h \
+	cache/journal-file.c \
 	cache/pacing.c \
 	cache/pacing.h \
 	cache/policy.c \
@@ -25,7 +28,8 @@ libengine_la_SOURCES = \
 	cache/state-file.c \
 	common/crc32c.c \
 	common/parse.c \
-	common/parse.h
+	common/parse.h \
+	common/reclog.h
 libengine_la_CPPFLAGS = $(ENGINE_CPPFLAGS)
 libengine_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
 libengine_la_LIBADD = libextmap.la libbackend.la $(ZSTD_LIBS)

@@ -316,6 +316,7 @@ state_read_header (const void *image, size_t len, struct state_header *h,
   h->unit_shift = get32 (p + OFF_SHIFT);
   h->raw_len = get64 (p + OFF_RAWLEN);
   h->payload_offset = hsize + namelen;
+  h->checksum = get32 (p + OFF_CRC);
   return 0;
 }
 

@@ -180,6 +180,11 @@ const struct service_key service_keys[] = {
     "Save pending discards to FILE at a clean stop, load them at the "
     "next start.",
     ENGINE, false, ALL, NULL },
+  { "journal", "BOOL", "on", NULL,
+    "With state=: record changes to the pending set in FILE.journal, "
+    "durable at each FLUSH, so that a crash keeps them; off: only a "
+    "clean stop saves them.",
+    ENGINE, false, ALL, NULL },
   { "thin", "BOOL", "off", NULL,
     "Thin mode: map logical slots to physical ones, reusing freed slots.",
     VOLUME, false, ALL, NULL },

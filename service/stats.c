@@ -39,7 +39,10 @@
   X (budget_us) X (pace_bytes_per_s) X (pace_commands_per_s)\
   X (pace_max_len) X (pace_gap_us) X (pace_rare_share_ppm)  \
   X (budget_overruns)                                       \
-  X (drain_eta_ms) X (forced_by_memory)
+  X (drain_eta_ms) X (forced_by_memory)                     \
+  X (journal_on) X (journal_records) X (journal_commits)    \
+  X (journal_checkpoints) X (journal_bytes)                 \
+  X (journal_replayed_records) X (journal_clean_unverified_bytes)
 
 /* Thin mode's, present only with thin=on, named thin_NAME. */
 #define STATS_THIN_U64(X)                                   \
