@@ -72,6 +72,16 @@ struct engine {
   uint64_t flush_completed GUARDED_BY (engine_lock); /* ... and finished */
   int flush_errno GUARDED_BY (engine_lock); /* why the last one stopped early */
 
+  /* Space pressure (pressure.c): the last look at the backend's free
+   * space, and whether it is below low-water=.
+   */
+  bool pressure GUARDED_BY (engine_lock);
+  uint64_t pressure_look_ns GUARDED_BY (engine_lock); /* next look */
+  uint64_t backend_free GUARDED_BY (engine_lock);
+  uint64_t backend_total GUARDED_BY (engine_lock);
+  uint64_t pressure_entered GUARDED_BY (engine_lock);
+  uint64_t pressure_forwarded_bytes GUARDED_BY (engine_lock);
+
   /* The journal of the pending set (journal-file.c), NULL when off. */
   struct engine_journal *journal;
 
@@ -225,6 +235,25 @@ extern uint64_t engine_flusher_turn_drops_lock (struct engine *e)
  */
 extern void engine_pace_stats_locked (struct engine *e,
                                       struct engine_stats *st)
+  REQUIRES (engine_lock);
+
+/* low-water= (pressure.c).  At open: refuse the key where the backend
+ * cannot tell its free space.  0, or -1 reported.
+ */
+extern int engine_pressure_check (struct engine *e);
+/* A turn of the flusher under space pressure: look at the backend's
+ * free space when due (the lock dropped around it), and while it is
+ * below low water forward one range whatever its age, the idle time or
+ * the budget say.  The time of the next turn, or 0 when not under
+ * pressure (or nothing is left to forward): the flusher goes on as
+ * usual.
+ */
+extern uint64_t engine_pressure_turn_drops_lock (struct engine *e,
+                                                 uint64_t now_ns)
+  REQUIRES (engine_lock);
+/* The pressure part of the statistics. */
+extern void engine_pressure_stats_locked (struct engine *e,
+                                          struct engine_stats *st)
   REQUIRES (engine_lock);
 
 /* The flusher thread's body. */

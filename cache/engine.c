@@ -130,7 +130,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     dc_error ("engine: out of memory");
     goto err;
   }
-  if (resolve_limits (e) == -1 ||
+  if (resolve_limits (e) == -1 || engine_pressure_check (e) == -1 ||
       clean_init (&e->clean, engine_keys (e)->passthrough ? 0
                              : engine_keys (e)->max_clean_extents,
                   e->granularity) == -1 ||
@@ -913,6 +913,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->clean_forgotten_bytes = e->clean.forgotten_bytes;
   st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
+  engine_pressure_stats_locked (e, st);
   engine_journal_stats (e, st);
   engine_lock_release (e);
 }

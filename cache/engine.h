@@ -73,6 +73,12 @@ struct engine_stats {
   uint64_t journal_checkpoints;     /* state files written while serving */
   uint64_t journal_bytes;           /* records in the file now */
   uint64_t journal_replayed_records; /* replayed at this start */
+  /* Space pressure (low-water=, cache/pressure.c). */
+  uint64_t low_water_bytes;         /* the threshold now; 0: off */
+  uint64_t backend_free_bytes;      /* at the last look */
+  uint64_t pressure;                /* 1: below low water now */
+  uint64_t pressure_entered;        /* times it went below */
+  uint64_t pressure_forwarded_bytes; /* sent at once because of it */
   uint64_t journal_clean_unverified_bytes; /* known clean at the crash,
                                        not a hole now: pending or forgotten */
   int last_error;                   /* errno of the last failed discard, 0 if none */

@@ -23,6 +23,7 @@ libengine_la_SOURCES = \
 	cache/pacing.h \
 	cache/policy.c \
 	cache/policy.h \
+	cache/pressure.c \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \

@@ -156,6 +156,11 @@ const struct service_key service_keys[] = {
     "Bound on the known-clean map (ranges discarded and not written since, "
     "whose TRIMs are not sent again); off sends every TRIM.",
     ENGINE, false, ALL, NULL },
+  { "low-water", "off|PERCENT%|SIZE", "off", NULL,
+    "Backend free space below which every pending discard is forwarded "
+    "at once, ignoring delay, idle and budget (a file's file system; "
+    "refused where free space is unknown: block devices, NBD).",
+    ENGINE, false, ALL, NULL },
   { "flush-discards", "BOOL", "false", NULL,
     "A client FLUSH forwards pending discards first.",
     ENGINE, false, ALL, NULL },

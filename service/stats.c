@@ -42,7 +42,9 @@
   X (drain_eta_ms) X (forced_by_memory)                     \
   X (journal_on) X (journal_records) X (journal_commits)    \
   X (journal_checkpoints) X (journal_bytes)                 \
-  X (journal_replayed_records) X (journal_clean_unverified_bytes)
+  X (journal_replayed_records) X (journal_clean_unverified_bytes) \
+  X (low_water_bytes) X (backend_free_bytes) X (pressure)   \
+  X (pressure_entered) X (pressure_forwarded_bytes)
 
 /* Thin mode's, present only with thin=on, named thin_NAME. */
 #define STATS_THIN_U64(X)                                   \

@@ -13,17 +13,3 @@ tests_unit_test_state_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 TESTS += tests/test-state.sh
 EXTRA_DIST += tests/test-state.sh
 
-# The journal of the pending set (invariant 10): power loss simulated by
-# cutting and tearing the journal (cmocka), and a crash loop of kill -9
-# (script).
-check_PROGRAMS += tests/unit/test-journal
-TESTS += tests/unit/test-journal
-tests_unit_test_journal_SOURCES = tests/unit/test-journal.c \
-	tests/unit/scratch.c tests/unit/scratch.h
-tests_unit_test_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit \
-	-I$(top_srcdir)/cache
-tests_unit_test_journal_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_journal_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
-
-TESTS += tests/e2e/test-journal-crash.sh
-EXTRA_DIST += tests/e2e/test-journal-crash.sh tests/e2e/journal-crash.py
