@@ -22,7 +22,11 @@
 # flushes, and kills the server (kill -9) with nothing in flight or just
 # after sending a FLUSH.
 #
-# usage: journal-crash.py SOCKET CTL DISCARDCTL MODEL ROUND BLOCKS PID
+# usage: journal-crash.py DISK CTL DISCARDCTL MODEL ROUND BLOCKS PID
+# DISK: a Unix socket (nbdkit), or the disk file of discardfuse, where a
+# pwrite is a write, fallocate PUNCH_HOLE a trim and fsync a FLUSH (no
+# zeroes there, and nothing in flight at the kill).
+import ctypes
 import os
 import pickle
 import random
@@ -34,7 +38,7 @@ import time
 import nbd
 
 BLOCK = 4096
-sock, ctl, discardctl, model_path = sys.argv[1:5]
+disk, ctl, discardctl, model_path = sys.argv[1:5]
 rnd, nblocks, pid = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 rng = random.Random(int(os.environ.get("JOURNAL_CRASH_SEED", "1")) * 1000003 + rnd)
 
@@ -86,8 +90,39 @@ else:
     m = {"pending": set(), "clean": set(), "last": {}, "data_since": set(),
          "flushed": (set(), set(), {}), "inflight": None}
 
-h = nbd.NBD()
-h.connect_unix(sock)
+class FileDisk:
+    """discardfuse's disk file, with the calls of a libnbd handle."""
+    PUNCH = 0x02 | 0x01                   # FALLOC_FL_PUNCH_HOLE | KEEP_SIZE
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR)
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_long, ctypes.c_long]
+
+    def get_size(self):
+        return os.fstat(self.fd).st_size
+
+    def pwrite(self, buf, off):
+        os.pwrite(self.fd, buf, off)
+
+    def pread(self, n, off):
+        return os.pread(self.fd, n, off)
+
+    def trim(self, n, off):
+        if self.libc.fallocate(self.fd, self.PUNCH, off, n) != 0:
+            raise OSError(ctypes.get_errno(), "fallocate")
+
+    def flush(self):
+        os.fsync(self.fd)
+
+
+if disk.endswith(".sock"):
+    h = nbd.NBD()
+    h.connect_unix(disk)
+else:
+    h = FileDisk(disk)
+nbd_mode = isinstance(h, nbd.NBD)
 if h.get_size() != nblocks * BLOCK:
     fail("unexpected size")
 
@@ -167,7 +202,7 @@ for i in range(ops):
         pending |= blocks - clean
         for x in blocks:
             last[x] = ("t",)
-    elif r < 0.82:
+    elif r < 0.82 and nbd_mode:
         h.zero(n * BLOCK, b * BLOCK)      # may trim: a hole, clean
         pending -= blocks
         clean |= blocks
@@ -179,12 +214,17 @@ for i in range(ops):
         clean |= pending
         data_since -= pending
         pending = set()
+        # discardfuse: the discardctl child closed its copy of our
+        # descriptor at exec, and FUSE sends a FLUSH at every close: the
+        # model follows with one of its own.
+        if not nbd_mode:
+            do_flush()
     elif r < 0.93 or i % 100 == 99:
         do_flush()
 
 m = {"pending": pending, "clean": clean, "last": last,
      "data_since": data_since, "flushed": flushed, "inflight": None}
-if rng.random() < 0.5:
+if nbd_mode and rng.random() < 0.5:
     h.aio_flush()
     m["inflight"] = (set(pending), set(clean),
                      {b: v[1] for b, v in last.items() if v[0] == "w"})
