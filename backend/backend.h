@@ -69,6 +69,16 @@ struct backend_ops {
   /* Optional (NULL when !can_extents): describe [offset, offset+length). */
   int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
                   backend_extent_fn fn, void *opaque);
+  /* Optional: the store's free space and total size in bytes, for
+   * low-water= (cache/pressure.c), read on the flusher's schedule, never
+   * on the data path.  A file: statvfs of the file system holding it.
+   * Not offered where nothing tells: a block device (the kernel reports
+   * no free space, and a dm-thin LV's pool usage is only in the pool's
+   * dmsetup status) and an NBD server (the protocol has no such query).
+   * RBD (backend/rbd.c): the pool's free space from librados
+   * (rados_ioctx_pool_stat / rados_cluster_stat) goes here.
+   */
+  int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);
   /* Optional: lock the store against other servers (backend_lock). */
   int (*lock) (struct backend *b);
   void (*close) (struct backend *b);

@@ -83,6 +83,11 @@ extern uint64_t clean_bytes (const struct clean_map *c)
 extern uint64_t clean_memory (const struct clean_map *c)
   __attribute__ ((nonnull (1)));
 
+/* Report every change of the map to fn (the journal; extmap.h). */
+extern void clean_set_observer (struct clean_map *c, extmap_observer_fn fn,
+                                void *opaque)
+  __attribute__ ((nonnull (1)));
+
 /* Call fn for each clean extent in address order (the state file). */
 extern int clean_iterate (const struct clean_map *c, extmap_visit_fn fn,
                           void *opaque)

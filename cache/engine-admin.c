@@ -144,5 +144,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->clean_forgotten_bytes = e->clean.forgotten_bytes;
   st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
+  engine_pressure_stats_locked (e, st);
+  engine_journal_stats (e, st);
   engine_lock_release (e);
 }

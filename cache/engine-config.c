@@ -38,6 +38,7 @@ engine_config_init (struct engine_config *cfg)
     .max_extents = 1024 * 1024,
     .max_clean_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
+    .journal = true,
   };
 }
 
@@ -125,6 +126,46 @@ set_on_full (const char *key, const char *value, enum on_full_policy *out)
   return 0;
 }
 
+/* low-water=: off, a percentage (fractions allowed, under 100) of the
+ * backend's store, or a size.
+ */
+#define LOW_WATER_FORMS "off, a percentage of the backend's store such " \
+  "as 10% or 2.5% (under 100%), or " PARSE_SIZE_FORMS
+
+static int
+set_low_water (const char *key, const char *value, struct engine_config *cfg)
+{
+  size_t len = strlen (value);
+  uint64_t bytes;
+
+  if (strcmp (value, "off") == 0 || strcmp (value, "0") == 0) {
+    cfg->low_water_ppm = cfg->low_water_bytes = 0;
+    return 0;
+  }
+  if (len > 1 && value[len - 1] == '%') {
+    char *end;
+    double pct = strtod (value, &end);
+
+    if (end != value + len - 1 || !(pct > 0 && pct < 100) ||
+        !isdigit ((unsigned char) value[0])) {
+      dc_error ("%s=%s: invalid value: expected %s", key, value,
+                LOW_WATER_FORMS);
+      errno = EINVAL;
+      return -1;
+    }
+    cfg->low_water_ppm = (uint64_t) (pct * 10000 + 0.5);
+    cfg->low_water_bytes = 0;
+    if (cfg->low_water_ppm == 0)
+      cfg->low_water_ppm = 1;
+    return 0;
+  }
+  if (parse_size (key, value, &bytes) == -1)
+    return -1;
+  cfg->low_water_bytes = bytes;
+  cfg->low_water_ppm = 0;
+  return 0;
+}
+
 int
 engine_config_set (struct engine_config *cfg, const char *key,
                    const char *value)
@@ -157,6 +198,10 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_bool (key, value, &cfg->flush_discards);
   if (strcmp (key, "passthrough") == 0)
     return parse_bool (key, value, &cfg->passthrough);
+  if (strcmp (key, "low-water") == 0)
+    return set_low_water (key, value, cfg);
+  if (strcmp (key, "journal") == 0)
+    return parse_bool (key, value, &cfg->journal);
   if (strcmp (key, "state") == 0)
     return parse_path (key, value, "the path of a file, e.g. /var/lib/dc.state",
                        &cfg->state);

@@ -27,6 +27,13 @@ struct engine_config {
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */
+  bool journal;                /* with state: keep the sets across a crash */
+  /* low-water=: below this much free space on the backend, forward all
+   * at once (cache/pressure.c).  Parts per million of the backend's
+   * store, or bytes; both 0: off.
+   */
+  uint64_t low_water_ppm;
+  uint64_t low_water_bytes;
   char *state;                 /* state file path (owned); NULL: none */
 };
 

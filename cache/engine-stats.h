@@ -183,6 +183,35 @@ pace_mode_name (enum pace_mode m)
      "Time to forward the pending bytes at the current pace.")               \
   X (U64, forced_by_memory, COUNTER, "forced_by_memory_total", NULL, 1,      \
      "Discards forwarded past the budget near max-extents.")                 \
+  X (U64, journal_on, GAUGE, "journal_on", NULL, 1,                          \
+     "1 while the pending set's journal records changes "                    \
+     "(journal=).")                                                          \
+  X (U64, journal_records, COUNTER, "journal_records_total", NULL, 1,        \
+     "Changes to the pending and known-clean sets recorded in the "          \
+     "journal.")                                                             \
+  X (U64, journal_commits, COUNTER, "journal_commits_total", NULL, 1,        \
+     "Journal syncs (FLUSHes and FUA writes share them).")                   \
+  X (U64, journal_checkpoints, COUNTER, "journal_checkpoints_total", NULL, 1,\
+     "State files written as the journal's checkpoint while "                \
+     "serving.")                                                             \
+  X (U64, journal_bytes, GAUGE, "journal_bytes", NULL, 1,                    \
+     "Bytes of records in the journal file now.")                            \
+  X (U64, journal_replayed_records, GAUGE, "journal_replayed_records", NULL, 1,\
+     "Journal records replayed at this start.")                              \
+  X (U64, journal_clean_unverified_bytes, GAUGE, "journal_clean_unverified_bytes", NULL, 1,\
+     "Known-clean bytes at the crash that the backend no longer "            \
+     "reports as holes.")                                                    \
+  X (U64, low_water_bytes, GAUGE, "low_water_bytes", NULL, 1,                \
+     "Backend free space below which everything forwardable goes "           \
+     "at once (0: off).")                                                    \
+  X (U64, backend_free_bytes, GAUGE, "backend_free_bytes", NULL, 1,          \
+     "Backend free space at the last look (low-water=).")                    \
+  X (U64, pressure, GAUGE, "pressure", NULL, 1,                              \
+     "1 while the backend's free space is below low-water=.")                \
+  X (U64, pressure_entered, COUNTER, "pressure_entered_total", NULL, 1,      \
+     "Times the backend's free space went below low-water=.")                \
+  X (U64, pressure_forwarded_bytes, COUNTER, "pressure_forwarded_bytes_total", NULL, 1,\
+     "Bytes forwarded at once because of space pressure.")                   \
   X (INT, last_error, GAUGE, "last_error", NULL, 1,                          \
      "errno of the last failed discard, 0 if none.")                         \
   X (BOOL, discard_supported, GAUGE, "discard_supported", NULL, 1,           \

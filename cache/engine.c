@@ -132,7 +132,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     dc_error ("engine: out of memory");
     goto err;
   }
-  if (resolve_limits (e) == -1 ||
+  if (resolve_limits (e) == -1 || engine_pressure_check (e) == -1 ||
       clean_init (&e->clean, engine_keys (e)->passthrough ? 0
                              : engine_keys (e)->max_clean_extents,
                   e->granularity) == -1 ||
@@ -165,6 +165,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   return e;
 
  err_sync:
+  engine_journal_free (e);
   pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
@@ -195,7 +196,7 @@ engine_start (struct engine *e)
     return -1;
   }
   e->thread_running = true;
-  return 0;
+  return engine_journal_start (e);
 }
 
 /* What the stop left pending, said once and truthfully: saved only
@@ -280,6 +281,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
     forward_all_drops_lock (e, deadline);
     engine_lock_release (e);
   }
+  engine_journal_stop (e, e->state_saved);
   log_leftovers (e);
 }
 
@@ -293,6 +295,7 @@ engine_close (struct engine *e)
    */
   if (!e->stopped && (e->thread_running || engine_keys (e)->state))
     engine_stop (e, 0);
+  engine_journal_free (e);
   backend_close (e->backend);
   extmap_free (e->map);
   clean_free (&e->clean);
@@ -532,13 +535,18 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
 {
   struct request rq;
+  uint64_t ticket;
   int r;
 
   if (check_range (e, offset, count, true) == -1)
     return -1;
   request_begin (e, &rq);
   cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
+  ticket = fua ? engine_journal_begin (e) : 0;
   r = e->backend->ops->pwrite (e->backend, buf, count, offset, fua);
+  /* Invariant 10: a FUA write is durable, and so is its cancel. */
+  if (r == 0 && fua)
+    r = engine_journal_wait (e, ticket);
   request_end (e, &rq);
   return r;
 }
@@ -567,6 +575,8 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     clean_discarded (&e->clean, offset, length);
     engine_lock_release (e);
   }
+  if (r == 0 && fua)
+    r = engine_journal_wait (e, engine_journal_begin (e));
   request_end (e, &rq);
   return r;
 }
@@ -700,15 +710,22 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
   return r;
 }
 
+/* Invariant 10: the journal's commit runs beside the backend's flush,
+ * and covers every change recorded before this FLUSH arrived.
+ */
 static int
 flush (struct engine *e, bool forward_first)
 {
+  uint64_t ticket;
   int r;
 
   request_begin (e, NULL);
   if (forward_first)
     engine_drain (e, NULL, NULL);
+  ticket = engine_journal_begin (e);
   r = e->backend->ops->flush (e->backend);
+  if (engine_journal_wait (e, ticket) == -1 && r == 0)
+    r = -1;
   request_end (e, NULL);
   return r;
 }

@@ -148,6 +148,8 @@ struct extmap {
   uint64_t minlen;              /* forwardable: at least this long */
   uint64_t aligned;             /* sum of the aligned parts */
   uint64_t subgranule;          /* bytes of extents holding no granule */
+  extmap_observer_fn observer;  /* NULL: nobody observes the changes */
+  void *observer_opaque;
   struct pool pool;
 };
 

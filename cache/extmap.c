@@ -80,6 +80,14 @@ const struct layout extmap_inner_layout = {
   .size = { 8, 8, 4, sizeof (union node *), 4 },
 };
 
+static void
+observe (const struct extmap *map, enum extmap_observe_op op,
+         uint64_t offset, uint64_t length)
+{
+  if (map->observer)
+    map->observer (map->observer_opaque, op, offset, length);
+}
+
 /* An element to insert at index j of child ci while rebalancing. */
 struct pending {
   unsigned ci, j;
@@ -883,6 +891,14 @@ extmap_clear (struct extmap *map)
   map->bytes = 0;
   map->aligned = 0;
   map->subgranule = 0;
+  observe (map, EXTMAP_OBSERVE_CLEAR, 0, 0);
+}
+
+void
+extmap_set_observer (struct extmap *map, extmap_observer_fn fn, void *opaque)
+{
+  map->observer = fn;
+  map->observer_opaque = opaque;
 }
 
 /* A new extent at index j of p's leaf (or in a new root leaf). */
@@ -991,6 +1007,7 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
     if (start_at (map, &p, p.idx[0], &next) && next <= end) {
       merge (map, &p, offset, end, time);
       extmap_pool_trim (&map->pool);
+      observe (map, EXTMAP_OBSERVE_INSERT, offset, length);
       return 0;
     }
   }
@@ -1009,6 +1026,7 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
   map->bytes += length;
   node_insert (map, &p, 0, p.idx[0], &e);
   extmap_pool_trim (&map->pool);
+  observe (map, EXTMAP_OBSERVE_INSERT, offset, length);
   return 0;
 }
 
@@ -1027,6 +1045,8 @@ extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
     if (r == -1)
       return -1;
   }
+  if (gone > 0)
+    observe (map, EXTMAP_OBSERVE_REMOVE, offset, length);
   if (removed)
     *removed = gone;
   return 0;

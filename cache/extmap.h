@@ -163,6 +163,23 @@ extern uint64_t extmap_subgranule_bytes (const struct extmap *map)
 extern size_t extmap_memory (const struct extmap *map)
   __attribute__ ((nonnull (1)));
 
+/* An observer of the set's changes: called after every extmap_insert
+ * (EXTMAP_OBSERVE_INSERT), every extmap_remove that removed something
+ * (EXTMAP_OBSERVE_REMOVE, the range asked for) and every extmap_clear
+ * (offset and length 0), with the arguments of the call, so that
+ * replaying the calls in order on another map rebuilds the same set
+ * (the engine's journal, cache/journal.h).  Times are not reported.
+ * NULL fn stops observing.
+ */
+enum extmap_observe_op {
+  EXTMAP_OBSERVE_INSERT = 1, EXTMAP_OBSERVE_REMOVE, EXTMAP_OBSERVE_CLEAR,
+};
+typedef void (*extmap_observer_fn) (void *opaque, enum extmap_observe_op op,
+                                    uint64_t offset, uint64_t length);
+extern void extmap_set_observer (struct extmap *map, extmap_observer_fn fn,
+                                 void *opaque)
+  __attribute__ ((nonnull (1)));
+
 /* Subtract delta from every extent's time (saturating at 0), so the
  * caller can keep its ticks from wrapping.  O(n), rare.
  */

@@ -258,6 +258,8 @@ engine_flusher_turn_drops_lock (struct engine *e)
     forced_turn_drops_lock (e);
     return now_ns;
   }
+  if ((at = engine_pressure_turn_drops_lock (e, now_ns)) != 0)
+    return at;
   if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0)
     return ENGINE_FLUSHER_IDLE;
   if (now_ns < MS (e->retry_at_ms))

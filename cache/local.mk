@@ -18,10 +18,14 @@ libengine_la_SOURCES = \
 	cache/engine-test.h \
 	cache/flusher.c \
 	cache/forward.c \
+	cache/journal.c \
+	cache/journal.h \
+	cache/journal-file.c \
 	cache/pacing.c \
 	cache/pacing.h \
 	cache/policy.c \
 	cache/policy.h \
+	cache/pressure.c \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \
@@ -29,7 +33,8 @@ libengine_la_SOURCES = \
 	common/file-header.c \
 	common/file-header.h \
 	common/parse.c \
-	common/parse.h
+	common/parse.h \
+	common/reclog.h
 libengine_la_CPPFLAGS = $(ENGINE_CPPFLAGS)
 libengine_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
 libengine_la_LIBADD = libextmap.la libbackend.la $(ZSTD_LIBS)

@@ -295,6 +295,7 @@ state_read_header (const void *image, size_t len, struct state_header *h,
   h->raw_len = get64 (p + OFF_RAWLEN);
   h->payload_len = f.paylen;
   h->payload_offset = l.hsize + f.namelen;
+  h->checksum = get32 (p + OFF_CRC);
   return 0;
 }
 

@@ -156,6 +156,11 @@ const struct service_key service_keys[] = {
     "Bound on the known-clean map (ranges discarded and not written since, "
     "whose TRIMs are not sent again); off sends every TRIM.",
     ENGINE, false, ALL, NULL },
+  { "low-water", "off|PERCENT%|SIZE", "off", NULL,
+    "Backend free space below which every pending discard is forwarded "
+    "at once, ignoring delay, idle and budget (a file's file system; "
+    "refused where free space is unknown: block devices, NBD).",
+    ENGINE, false, ALL, NULL },
   { "flush-discards", "BOOL", "false", NULL,
     "A client FLUSH forwards pending discards first.",
     ENGINE, false, ALL, NULL },
@@ -179,6 +184,11 @@ const struct service_key service_keys[] = {
   { "state", "FILE", NULL, "none",
     "Save pending discards to FILE at a clean stop, load them at the "
     "next start.",
+    ENGINE, false, ALL, NULL },
+  { "journal", "BOOL", "on", NULL,
+    "With state=: record changes to the pending set in FILE.journal, "
+    "durable at each FLUSH, so that a crash keeps them; off: only a "
+    "clean stop saves them.",
     ENGINE, false, ALL, NULL },
   { "thin", "BOOL", "off", NULL,
     "Thin mode: map logical slots to physical ones, reusing freed slots.",

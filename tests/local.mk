@@ -12,6 +12,7 @@ include tests/ctl.mk
 include tests/packaging.mk
 include tests/service.mk
 include tests/state.mk
+include tests/crash.mk
 include tests/pacing.mk
 include tests/stats.mk
 include tests/fuzz.mk

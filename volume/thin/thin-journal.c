@@ -21,6 +21,7 @@
 #include "grow.h"
 #include "le.h"
 #include "log.h"
+#include "reclog.h"
 #include "thin.h"
 #include "varint.h"
 
@@ -43,17 +44,16 @@ thin_record_encode (const struct thin_record *r,
 {
   put32 (out, r->type);
   put32 (out + 4, r->count);
-  put64 (out + 8, r->seq);
   put64 (out + 16, r->logical);
   put32 (out + 24, r->phys);
-  put32 (out + 28, crc32c (0, out, 28));
+  reclog_seal (out, THIN_RECORD_SIZE, r->seq);
 }
 
 int
 thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
                     struct thin_record *r)
 {
-  if (get32 (in + 28) != crc32c (0, in, 28))
+  if (!reclog_intact (in, THIN_RECORD_SIZE))
     return -1;
   r->type = get32 (in);
   r->count = get32 (in + 4);
@@ -303,11 +303,12 @@ thin_replay_records (const unsigned char *p, size_t len, size_t off,
                      struct thin_map *m, struct thin_recovery *rec,
                      char *why, size_t whylen)
 {
-  for (; off + record_size <= len; off += record_size) {
+  for (; !reclog_ends_at (p, len, off, record_size, rec->next_seq);
+       off += record_size) {
     struct thin_record r;
     int bad;
 
-    if (decode (p + off, &r) == -1 || r.seq != rec->next_seq)
+    if (decode (p + off, &r) == -1)
       break;
     bad = r.type == THIN_REC_MAP
           ? thin_map_replay_map (m, rec->free, r.logical, r.count, r.phys)

@@ -31,6 +31,7 @@
 #include "crc32c.h"
 #include "file-header.h"
 #include "fileio.h"
+#include "reclog.h"
 #include "le.h"
 #include "thin.h"
 
@@ -42,7 +43,7 @@ enum {
 static int
 decode_record (const unsigned char *in, struct thin_record *r)
 {
-  if (get32 (in + 20) != crc32c (0, in, 20))
+  if (!reclog_intact (in, THIN_V1_RECORD_SIZE))
     return -1;
   r->type = get32 (in);
   r->phys = get32 (in + 4);
