@@ -48,6 +48,7 @@ struct engine_stats {
   uint64_t dropped_fragment_bytes;  /*   sub-granule pieces at the bound */
   uint64_t dropped_nomem_bytes;     /*   cancelled whole when a split had no memory */
   uint64_t dropped_error_bytes;     /*   failed to forward at the bound */
+  uint64_t dropped_breaker_bytes;   /*   at max-extents while the breaker was open */
   uint64_t pending_extents;
   uint64_t pending_bytes;
   uint64_t subgranule_bytes;        /* pending extents holding no whole granule */
@@ -100,6 +101,23 @@ struct engine_stats {
   uint64_t drain_eta_ms;            /* pending bytes at the current pace */
   uint64_t forced_by_memory;        /* discards sent past the budget, near max-extents */
   const char *pace_mode;            /* off, probe, fits, rare, idle, memory */
+  /* Invariant 11: the circuit breaker, the windows, proof of effect. */
+  const char *breaker_state;        /* closed, open, probing */
+  const char *breaker_reason;       /* none, errors, latency */
+  uint64_t breaker_next_probe_ms;   /* until the next probe; 0 unless open */
+  uint64_t breaker_opened;          /* times it opened */
+  uint64_t breaker_probes;          /* probe discards sent */
+  uint64_t breaker_errors;          /* consecutive discard errors now */
+  bool window_open;                 /* no window=, or one is open now */
+  uint64_t window_wait_ms;          /* until one opens; 0 when open */
+  bool pressure;                    /* space pressure: windows do not hold */
+  bool proof_supported;             /* the backend can say what it freed */
+  uint64_t proof_sample_ppm;        /* proof=, per million (0: off) */
+  uint64_t proof_checks;            /* samples checked */
+  uint64_t proof_checked_bytes;
+  uint64_t proof_ineffective_bytes; /* still allocated after the discard */
+  uint64_t proof_skipped;           /* written since, queue full, error */
+  uint64_t proof_adapted;           /* proof-adapt raised the granularity */
 };
 
 /* Build an engine around backend b (opened by the caller: the service,
@@ -230,8 +248,15 @@ extern bool engine_known_clean (struct engine *e, uint64_t offset,
 extern void engine_forget_clean (struct engine *e, uint64_t *extents,
                                  uint64_t *bytes);
 
-/* Stop or restart the flusher's forwarding (drain still works). */
+/* Stop or restart the flusher's forwarding (drain still works).
+ * Restarting also closes the circuit breaker (discardctl resume).
+ */
 extern void engine_pause (struct engine *e, bool paused);
+
+/* Space pressure (low-water): while set, forwarding windows do not hold
+ * the flusher (invariant 11: pressure only forwards sooner).
+ */
+extern void engine_set_pressure (struct engine *e, bool pressure);
 
 /* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
 extern int engine_set (struct engine *e, const char *key, const char *value);

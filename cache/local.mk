@@ -6,6 +6,8 @@ include cache/extmap.mk
 # include path holds no volume or service header: nothing calls up.
 noinst_LTLIBRARIES += libengine.la
 libengine_la_SOURCES = \
+	cache/breaker.c \
+	cache/breaker.h \
 	cache/clean.c \
 	cache/clean.h \
 	cache/engine-config.c \
@@ -18,11 +20,16 @@ libengine_la_SOURCES = \
 	cache/forward.c \
 	cache/pacing.c \
 	cache/pacing.h \
+	cache/proof.c \
+	cache/proof.h \
+	cache/protect.c \
 	cache/policy.c \
 	cache/policy.h \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \
+	cache/window.c \
+	cache/window.h \
 	common/crc32c.c \
 	common/parse.c \
 	common/parse.h

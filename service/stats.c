@@ -19,6 +19,7 @@
   X (dropped) X (dropped_bytes) X (dropped_full_bytes)      \
   X (dropped_unsupported_bytes) X (dropped_fragment_bytes)  \
   X (dropped_nomem_bytes) X (dropped_error_bytes)           \
+  X (dropped_breaker_bytes)                                 \
   X (pending_extents) X (pending_bytes) X (subgranule_bytes)\
   X (inflight) X (inflight_bytes) X (write_waits)           \
   X (forward_errors) X (granularity) X (max_discard)        \
@@ -39,7 +40,20 @@
   X (budget_us) X (pace_bytes_per_s) X (pace_commands_per_s)\
   X (pace_max_len) X (pace_gap_us) X (pace_rare_share_ppm)  \
   X (budget_overruns)                                       \
-  X (drain_eta_ms) X (forced_by_memory)
+  X (drain_eta_ms) X (forced_by_memory)                     \
+  X (breaker_next_probe_ms) X (breaker_opened)              \
+  X (breaker_probes) X (breaker_errors) X (window_wait_ms)   \
+  X (proof_sample_ppm) X (proof_checks)                     \
+  X (proof_checked_bytes) X (proof_ineffective_bytes)       \
+  X (proof_skipped) X (proof_adapted)
+
+/* The booleans and strings, after the numbers. */
+#define STATS_BOOL(X)                                       \
+  X (discard_supported) X (paused) X (window_open)          \
+  X (pressure) X (proof_supported)
+#define STATS_STR(X)                                        \
+  X (pace_mode, "off") X (breaker_state, "closed")          \
+  X (breaker_reason, "none")
 
 /* Thin mode's, present only with thin=on, named thin_NAME. */
 #define STATS_THIN_U64(X)                                   \
@@ -67,11 +81,16 @@ stats_write_json (const struct volume_stats *st, FILE *fp)
     STATS_THIN_U64 (JSON_THIN)
   }
 #undef JSON_THIN
-  fprintf (fp, ",\"last_error\":%d,\"discard_supported\":%s,\"paused\":%s,"
-           "\"pace_mode\":\"%s\"}\n",
-           es->last_error, es->discard_supported ? "true" : "false",
-           es->paused ? "true" : "false",
-           es->pace_mode ? es->pace_mode : "off");
+  fprintf (fp, ",\"last_error\":%d", es->last_error);
+#define JSON_BOOL(name) \
+  fprintf (fp, ",\"" #name "\":%s", es->name ? "true" : "false");
+  STATS_BOOL (JSON_BOOL)
+#undef JSON_BOOL
+#define JSON_STR(name, dflt) \
+  fprintf (fp, ",\"" #name "\":\"%s\"", es->name ? es->name : dflt);
+  STATS_STR (JSON_STR)
+#undef JSON_STR
+  fprintf (fp, "}\n");
   return ferror (fp) ? -1 : 0;
 }
 

@@ -42,6 +42,7 @@ print_dropped (const struct jf_object *st, FILE *fp)
     { "dropped_fragment_bytes", "sub-granule pieces" },
     { "dropped_nomem_bytes", "out of memory" },
     { "dropped_error_bytes", "after errors" },
+    { "dropped_breaker_bytes", "at max-extents, breaker open" },
   };
   char a[HUMAN_LEN];
 
@@ -143,6 +144,37 @@ print_pacing (const struct jf_object *st, FILE *fp)
            get (st, "budget_overruns"), get (st, "forced_by_memory"));
 }
 
+/* Invariant 11: the circuit breaker, the windows, proof of effect. */
+static void
+print_protection (const struct jf_object *st, FILE *fp)
+{
+  const char *state = jf_str (st, "breaker_state");
+  const char *reason = jf_str (st, "breaker_reason");
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  if (state == NULL)
+    return;
+  fprintf (fp, ROW "%s", "circuit breaker:", state);
+  if (strcmp (state, "closed") != 0)
+    fprintf (fp, " (%s), next probe in %s", reason ? reason : "?",
+             human_duration (get (st, "breaker_next_probe_ms"), a));
+  fprintf (fp, "; opened %" PRIu64 " times, %" PRIu64 " probes\n",
+           get (st, "breaker_opened"), get (st, "breaker_probes"));
+  if (!flag (st, "window_open", true))
+    fprintf (fp, ROW "closed, forwarding held for %s%s\n", "window:",
+             human_duration (get (st, "window_wait_ms"), a),
+             flag (st, "pressure", false) ? " (but under pressure)" : "");
+  if (!flag (st, "proof_supported", true))
+    fprintf (fp, ROW "not possible on this backend (no allocation status)\n",
+             "proof of effect:");
+  else if (get (st, "proof_sample_ppm"))
+    fprintf (fp, ROW "%s checked, %s still allocated (ineffective), "
+             "%" PRIu64 " skipped\n", "proof of effect:",
+             human_size (get (st, "proof_checked_bytes"), a),
+             human_size (get (st, "proof_ineffective_bytes"), b),
+             get (st, "proof_skipped"));
+}
+
 void
 stats_print_table (const struct jf_object *st, FILE *fp)
 {
@@ -185,6 +217,7 @@ stats_print_table (const struct jf_object *st, FILE *fp)
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, "memory_bytes"), a), get (st, "max_extents"));
   print_clean (st, fp);
+  print_protection (st, fp);
   print_thin (st, fp);
   print_pacing (st, fp);
 }
@@ -219,6 +252,7 @@ static const struct metric {
   { "dropped_fragment_bytes", "dropped_bytes_total", "reason=\"fragment\"", NULL, 1, NULL },
   { "dropped_nomem_bytes", "dropped_bytes_total", "reason=\"nomem\"", NULL, 1, NULL },
   { "dropped_error_bytes", "dropped_bytes_total", "reason=\"error\"", NULL, 1, NULL },
+  { "dropped_breaker_bytes", "dropped_bytes_total", "reason=\"breaker\"", NULL, 1, NULL },
   { "pending_extents", "pending_extents", NULL, "gauge", 1, "Pending discard extents." },
   { "pending_bytes", "pending_bytes", NULL, "gauge", 1, "Bytes in pending discard extents." },
   { "subgranule_bytes", "subgranule_bytes", NULL, "gauge", 1, "Pending bytes in extents smaller than a granule." },
@@ -278,7 +312,47 @@ static const struct metric {
   { "drain_eta_ms", "drain_eta_seconds", NULL, "gauge", MS, "Time to forward the pending bytes at the current pace." },
   { "budget_overruns", "budget_overruns_total", NULL, "counter", 1, "Seconds whose client p99 beat the budget while discards ran." },
   { "forced_by_memory", "forced_by_memory_total", NULL, "counter", 1, "Discards forwarded past the budget near max-extents." },
+  { "breaker_next_probe_ms", "breaker_next_probe_seconds", NULL, "gauge", MS, "Time until the open circuit breaker's next probe (0 unless open)." },
+  { "breaker_opened", "breaker_opened_total", NULL, "counter", 1, "Times the circuit breaker opened." },
+  { "breaker_probes", "breaker_probes_total", NULL, "counter", 1, "Probe discards sent while the breaker was open." },
+  { "breaker_errors", "breaker_consecutive_errors", NULL, "gauge", 1, "Consecutive discard errors now." },
+  { "window_wait_ms", "window_wait_seconds", NULL, "gauge", MS, "Time until a forwarding window opens (0 while one is open)." },
+  { "proof_checks", "proof_checks_total", NULL, "counter", 1, "Forwarded discards checked for freed space." },
+  { "proof_checked_bytes", "proof_checked_bytes_total", NULL, "counter", 1, "Bytes of forwarded discards checked for freed space." },
+  { "proof_ineffective_bytes", "proof_ineffective_bytes_total", NULL, "counter", 1, "Checked bytes the backend still held allocated after acknowledging their discard." },
+  { "proof_skipped", "proof_skipped_total", NULL, "counter", 1, "Samples not checked (written since, queue full, backend error)." },
+  { "proof_adapted", "proof_adapted_total", NULL, "counter", 1, "Times proof-adapt raised the forwarding granularity." },
 };
+
+/* A gauge per value, 1 for the one the server reports, 0 for the others. */
+static void
+print_enum (const struct jf_object *st, FILE *fp, const char *key,
+            const char *label, const char *help,
+            const char *const *values, size_t n)
+{
+  const char *v = jf_str (st, key);
+
+  if (v == NULL)
+    return;
+  fprintf (fp, "# HELP discardcache_%s %s\n# TYPE discardcache_%s gauge\n",
+           key, help, key);
+  for (size_t i = 0; i < n; i++)
+    fprintf (fp, "discardcache_%s{%s=\"%s\"} %d\n", key, label, values[i],
+             strcmp (v, values[i]) == 0);
+}
+
+static void
+print_breaker (const struct jf_object *st, FILE *fp)
+{
+  static const char *const states[] = { "closed", "open", "probing" };
+  static const char *const reasons[] = { "none", "errors", "latency" };
+
+  print_enum (st, fp, "breaker_state", "state",
+              "1 for the circuit breaker's state.", states, 3);
+  print_enum (st, fp, "breaker_reason", "reason",
+              "1 for why the circuit breaker last opened (none: closed).",
+              reasons, 3);
+}
 
 void
 stats_print_prometheus (const struct jf_object *st, FILE *fp)
@@ -309,4 +383,9 @@ stats_print_prometheus (const struct jf_object *st, FILE *fp)
   fprintf (fp, "# HELP discardcache_paused 1 while forwarding is paused.\n"
            "# TYPE discardcache_paused gauge\ndiscardcache_paused %d\n",
            flag (st, "paused", false));
+  print_breaker (st, fp);
+  fprintf (fp, "# HELP discardcache_window_open 1 while forwarding windows "
+           "let the flusher forward (or there are none).\n"
+           "# TYPE discardcache_window_open gauge\ndiscardcache_window_open %d\n",
+           flag (st, "window_open", true));
 }
