@@ -139,12 +139,15 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua, bool probe)
   t1 = engine_now_ns (e);
   atomic_fetch_sub (&e->discards_inflight, 1);
   atomic_fetch_add (&e->discard_events, 1);
-  if (r == 0 || device_error (err)) {
+  /* A probe always reports, or the breaker would wait for it forever:
+   * an answer about the request (EINVAL) says the device is alive.
+   */
+  if (r == 0 || device_error (err) || probe) {
     engine_lock_acquire (e);
     if (r == 0)
       pace_meter_discard (&e->pace, n, (t1 - t0) / 1000);
     breaker_record (&e->breaker, &engine_keys (e)->breaker, t0, t1,
-                    r == 0 ? 0 : err, probe);
+                    r == 0 || !device_error (err) ? 0 : err, probe);
     engine_lock_release (e);
   }
   errno = err;
@@ -252,8 +255,10 @@ engine_probe_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
                          uint32_t time)
   REQUIRES (engine_lock)
 {
-  breaker_probe_begin (&e->breaker);
-  return forward_drops_lock (e, offset, length, time, false, true, true);
+  if (!e->forwarding_disabled)
+    breaker_probe_begin (&e->breaker);
+  return forward_drops_lock (e, offset, length, time, false, true,
+                             !e->forwarding_disabled);
 }
 
 bool

@@ -11,6 +11,7 @@
 #include "arith.h"
 #include "engine-internal.h"
 #include "log.h"
+#include "policy.h"
 #include "proof.h"
 
 #define PPM_ONE UINT64_C (1000000)
@@ -34,7 +35,7 @@ void
 proof_offer (struct proof *p, uint64_t offset, uint64_t length,
              uint64_t granularity)
 {
-  uint64_t len;
+  uint64_t off, len;
 
   if (!proof_enabled (p))
     return;
@@ -42,8 +43,12 @@ proof_offer (struct proof *p, uint64_t offset, uint64_t length,
   if (p->credit < PPM_ONE)
     return;
   p->credit -= PPM_ONE;
-  /* Whole granules only: less than one would not have been freed. */
-  len = round_down (MIN (length, p->max_bytes), granularity);
+  /* Whole granules only (a FUA trim need not be aligned): less than one
+   * would not have been freed.
+   */
+  if (!policy_aligned_part (offset, length, granularity, &off, &len))
+    return;
+  len = round_down (MIN (len, p->max_bytes), granularity);
   if (len == 0)
     return;
   if (p->n == PROOF_QUEUE) {
@@ -51,7 +56,7 @@ proof_offer (struct proof *p, uint64_t offset, uint64_t length,
     return;
   }
   p->q[(p->head + p->n) % PROOF_QUEUE] = (struct proof_sample) {
-    .offset = offset, .length = len, .granularity = granularity,
+    .offset = off, .length = len, .granularity = granularity,
   };
   p->n++;
 }

@@ -14,3 +14,11 @@ tests_unit_test_protect_SOURCES = tests/unit/test-protect.c
 tests_unit_test_protect_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_protect_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_protect_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+
+# The cost of proof of effect to the clients: `make bench` runs it and
+# writes its section of docs/benchmarks.md.
+.PHONY: bench-proof
+bench: bench-proof
+bench-proof: all
+	$(top_srcdir)/tests/bench/proof '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/proof

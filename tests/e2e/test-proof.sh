@@ -12,7 +12,8 @@
 #     raised, said in the log, until discards free space again.
 #  3. Effective stores (nbdkit memory with whole pages, a file): checked
 #     bytes, none ineffective.
-#  4. proof=off checks nothing.
+#  4. A block device: nothing reliable, so no check (and it says so).
+#  5. proof=off checks nothing.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/e2e/protect-lib.sh"
 requires "$NBDKIT" --filter=blocksize-policy --filter=blocksize memory 1M --version
@@ -146,7 +147,28 @@ wait_stat "$dir/file.ctl" proof_checks 8 20
 stop_pidfile "$dir/file.pid" nbdkit
 echo "effective: ok"
 
-# 4. proof=off.
+# 4. A block device cannot say what it freed: no check, and the
+# statistics say so (no guess).
+if [ "$(id -u)" -eq 0 ] && losetup -f >/dev/null 2>&1; then
+    truncate -s 64M "$dir/blk.img"
+    attach_loop "$dir/blk.img" || fail "losetup"
+    start_dc blk "$LOOP_DEV" $KEYS proof=100%
+    write_trim "$dir/blk.sock" 65536 4
+    wait_stat "$dir/blk.ctl" forwarded 4 20
+    [ "$(ctl_stat "$dir/blk.ctl" proof_supported)" = false ] ||
+        fail "block device: proof claimed supported"
+    [ "$(ctl_stat "$dir/blk.ctl" proof_checks)" -eq 0 ] || fail "block device: checked"
+    "$DISCARDCTL" -s "$dir/blk.ctl" stats | grep -q 'proof of effect: *not possible' ||
+        fail "block device: the table does not say proof is not possible"
+    stop_pidfile "$dir/blk.pid" nbdkit
+    detach_loop "$LOOP_DEV"
+    echo "block device: ok"
+else
+    [ "${CI:-}" = true ] && fail "no root or loop device under CI"
+    echo "block device: skipped, needs root and a loop device"
+fi
+
+# 5. proof=off.
 start_dc off "$LAZY" $KEYS proof=off
 write_trim "$dir/off.sock" 4096 4 $(( 50 << 20 ))
 wait_stat "$dir/off.ctl" forwarded 4 20

@@ -40,10 +40,12 @@ sleep 2
 stop_discardfuse "$dir/mnt" "$DISCARDFUSE_PID"
 echo "window (discardfuse): ok"
 
-# 2. The plugin, a window that includes now (several, the first later).
+# 2. The plugin, a window that includes now (two window= keys, the first
+# later).
 truncate -s 64M "$dir/disk2.img"
 start_nbdkit -P "$dir/nbd.pid" -U "$dir/nbd.sock" "$PLUGIN" \
-    backend="$dir/disk2.img" $KEYS window="$later,$around" ctl="$dir/nbd.ctl"
+    backend="$dir/disk2.img" $KEYS window="$later" window="$around" \
+    ctl="$dir/nbd.ctl"
 wait_for_ctl "$dir/nbd.ctl"
 [ "$(ctl_stat "$dir/nbd.ctl" window_open)" = true ] || fail "the window is closed now"
 nbd_io "$dir/nbd.sock" '

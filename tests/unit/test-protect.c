@@ -216,6 +216,20 @@ stats (struct engine *e)
   return st;
 }
 
+/* Step the flusher, the clock following its backoffs, until the
+ * breaker opens (at most 20 turns).
+ */
+static void
+step_until_open (struct engine *e)
+{
+  for (int i = 0; i < 20 && strcmp (stats (e).breaker_state, "open"); i++) {
+    uint64_t at = engine_flusher_step (e);
+
+    if (at != ENGINE_FLUSHER_IDLE && at > clock_ns)
+      clock_ns = at;
+  }
+}
+
 static void
 test_engine_breaker (void **state)
 {
@@ -231,12 +245,7 @@ test_engine_breaker (void **state)
   for (int i = 0; i < 4; i++)
     assert_int_equal (engine_trim (e, i * 64 * KiB, 16 * KiB, false), 0);
   /* Each failure backs off (10, 20, 40 ms), the third opens it. */
-  for (int i = 0; i < 20 && strcmp (stats (e).breaker_state, "open"); i++) {
-    uint64_t at = engine_flusher_step (e);
-
-    if (at != ENGINE_FLUSHER_IDLE && at > clock_ns)
-      clock_ns = at;
-  }
+  step_until_open (e);
   assert_string_equal (stats (e).breaker_state, "open");
   assert_int_equal (stats (e).forward_errors, 3);
   /* Held until the probe: nothing reaches the backend. */
@@ -258,6 +267,38 @@ test_engine_breaker (void **state)
   assert_int_equal (stats (e).breaker_probes, 1);
   assert_int_equal (stats (e).pending_bytes, 0);
   assert_int_equal (mem->ncalls, 4);
+  engine_close (e);
+}
+
+/* A probe answered with an error about the request (EINVAL) still ends
+ * the probe: the device answered.  Else the breaker would wait for it
+ * forever and nothing would be forwarded again.
+ */
+static void
+test_engine_probe_einval (void **state)
+{
+  static const char *const keys[] = {
+    "breaker-errors", "2", "breaker-backoff", "1s", NULL,
+  };
+  struct mem_backend *mem;
+  struct engine *e = open_engine (&mem, keys);
+
+  mem->fail_errno = EIO;
+  mem->fail_count = 2;
+  for (int i = 0; i < 3; i++)
+    assert_int_equal (engine_trim (e, i * 64 * KiB, 16 * KiB, false), 0);
+  step_until_open (e);
+  assert_string_equal (stats (e).breaker_state, "open");
+  mem->fail_errno = EINVAL;
+  mem->fail_count = 1;
+  clock_ns += MS (1000);
+  engine_flusher_step (e);
+  assert_string_equal (stats (e).breaker_state, "closed");
+  assert_int_equal (stats (e).dropped_error_bytes, 16 * KiB);
+  for (int i = 0; i < 10; i++)
+    engine_flusher_step (e);
+  assert_int_equal (stats (e).pending_bytes, 0);
+  assert_int_equal (mem->ncalls, 2);
   engine_close (e);
 }
 
@@ -297,6 +338,7 @@ main (void)
     cmocka_unit_test (test_window_parse),
     cmocka_unit_test (test_window_until),
     cmocka_unit_test (test_engine_breaker),
+    cmocka_unit_test (test_engine_probe_einval),
     cmocka_unit_test (test_engine_window_pressure),
   };
 
