@@ -248,7 +248,7 @@ static void
 test_engine_breaker (void **state)
 {
   static const char *const keys[] = {
-    "breaker-errors", "3", "breaker-backoff", "10s", "max-extents", "4",
+    "breaker-errors", "3", "breaker-backoff", "10s", "max-extents", "5",
     NULL,
   };
   struct mem_backend *mem;
@@ -267,6 +267,14 @@ test_engine_breaker (void **state)
   assert_true (engine_flusher_step (e) > clock_ns);
   assert_int_equal (stats (e).forward_errors, 3);
   assert_int_equal (stats (e).breaker_next_probe_ms, 5000);
+  /* A FUA trim waits with the others; a client FLUSH with
+   * flush-discards leaves them pending and succeeds.
+   */
+  assert_int_equal (engine_trim (e, 256 * KiB, 16 * KiB, true), 0);
+  assert_int_equal (stats (e).pending_bytes, 5 * 16 * KiB);
+  assert_int_equal (engine_drain (e, NULL, NULL), 0);
+  assert_int_equal (stats (e).pending_bytes, 5 * 16 * KiB);
+  assert_int_equal (stats (e).forward_errors, 3);
   /* At max-extents the oldest goes, counted, not forwarded. */
   assert_int_equal (engine_trim (e, 512 * KiB, 16 * KiB, false), 0);
   assert_int_equal (stats (e).dropped_breaker_bytes, 16 * KiB);
@@ -280,7 +288,7 @@ test_engine_breaker (void **state)
   assert_string_equal (stats (e).breaker_state, "closed");
   assert_int_equal (stats (e).breaker_probes, 1);
   assert_int_equal (stats (e).pending_bytes, 0);
-  assert_int_equal (mem->ncalls, 4);
+  assert_int_equal (mem->ncalls, 5);
   engine_close (e);
 }
 
