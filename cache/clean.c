@@ -39,6 +39,12 @@ clean_free (struct clean_map *c)
   c->map = NULL;
 }
 
+bool
+clean_enabled (const struct clean_map *c)
+{
+  return c->map != NULL;
+}
+
 /* Keep the bound: forget the extents marked clean longest ago. */
 static void
 enforce_bound (struct clean_map *c)

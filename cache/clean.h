@@ -42,6 +42,10 @@ extern int clean_init (struct clean_map *c, uint64_t max_extents,
 /* Free the map (c itself is the caller's).  Safe after a failed init. */
 extern void clean_free (struct clean_map *c) __attribute__ ((nonnull (1)));
 
+/* Whether the map is kept (max-clean-extents is not off). */
+extern bool clean_enabled (const struct clean_map *c)
+  __attribute__ ((nonnull (1)));
+
 /* The backend discarded [offset, offset+length): its whole granules are
  * clean now (the unaligned head and tail are not).
  */

@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "breaker.h"
+#include "window.h"
+
 enum on_full_policy {
   ON_FULL_FORWARD,             /* forward the oldest pending extents */
   ON_FULL_DROP,                /* drop the oldest, counted */
@@ -35,7 +38,15 @@ struct engine_config {
   uint64_t low_water_ppm;
   uint64_t low_water_bytes;
   char *state;                 /* state file path (owned); NULL: none */
+  struct breaker_config breaker; /* breaker-errors, -latency, -window, -backoff */
+  struct window_set windows;   /* window=: none, forward at any time */
+  uint64_t proof_ppm;          /* proof=: share of discards checked, per million */
+  uint64_t proof_bytes;        /* proof-bytes=: at most this much of one checked */
+  bool proof_adapt;            /* proof-adapt=: raise the granularity if ineffective */
 };
+
+/* proof='s default: 1% of the forwarded discards are checked. */
+#define ENGINE_DEFAULT_PROOF_PPM 10000
 
 /* budget='s default: pacing is on unless budget=off.  2 ms: in the
  * pacing benchmark (docs/benchmarks-pacing.md) it keeps the client p99

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "breaker.h"
 #include "clean.h"
 #include "engine-config.h"
 #include "engine-test.h"
@@ -21,6 +22,7 @@
 #include "extmap.h"
 #include "lock.h"
 #include "pacing.h"
+#include "proof.h"
 
 /* The engine lock, for clang's analysis (common/lock.h): one capability
  * stands for e->lock of every engine.  The rules it checks
@@ -67,6 +69,16 @@ struct engine {
   uint64_t backoff_ms GUARDED_BY (engine_lock); /* after a transient error */
   uint64_t retry_at_ms GUARDED_BY (engine_lock);
   uint64_t next_slot_ns GUARDED_BY (engine_lock); /* rate: earliest next */
+  /* Invariant 11: what holds or checks forwarding (breaker.h, proof.h,
+   * window.h); space pressure (pressure below) lets the flusher forward
+   * outside the windows.
+   */
+  struct breaker breaker GUARDED_BY (engine_lock);
+  struct proof proof GUARDED_BY (engine_lock);
+  /* The granularity forwarding aligns to: granularity, or more once
+   * proof-adapt has raised it.
+   */
+  uint64_t fwd_granularity GUARDED_BY (engine_lock);
   /* Counters only; the rest is derived. */
   struct engine_stats stats GUARDED_BY (engine_lock);
   uint64_t flush_requested GUARDED_BY (engine_lock); /* flush tickets issued */
@@ -74,7 +86,8 @@ struct engine {
   int flush_errno GUARDED_BY (engine_lock); /* why the last one stopped early */
 
   /* Space pressure (pressure.c): the last look at the backend's free
-   * space, and whether it is below low-water=.
+   * space, and whether it is below low-water= (or set by
+   * engine_set_pressure).
    */
   bool pressure GUARDED_BY (engine_lock);
   uint64_t pressure_look_ns GUARDED_BY (engine_lock); /* next look */
@@ -184,6 +197,56 @@ extern uint32_t engine_ticks_locked (struct engine *e) REQUIRES (engine_lock);
 extern int engine_forward_drops_lock (struct engine *e, uint64_t offset,
                                       uint64_t length, uint32_t time,
                                       bool fua, bool keep_on_error)
+  REQUIRES (engine_lock);
+
+/* The same as a probe of the open circuit breaker (breaker_probe_begin
+ * first): its outcome alone may close the breaker.  keep_on_error.
+ */
+extern int engine_probe_drops_lock (struct engine *e, uint64_t offset,
+                                    uint64_t length, uint32_t time)
+  REQUIRES (engine_lock);
+
+/* Invariant 11, the engine's side of the breaker, the windows and
+ * proof (protect.c).  At open: the breaker closed, proof set up (off
+ * where the backend cannot tell, or without the known-clean map).
+ */
+extern void engine_protection_init_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* An explicit flush or the stop: an open breaker probes now. */
+extern void engine_breaker_probe_now_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* The clock ms before which the breaker lets nothing go (0: closed). */
+extern uint64_t engine_breaker_wait_ms_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* The largest range to pick for the next discard: one chunk, or the
+ * probe's size (1 MiB, whole granules) while the breaker holds.
+ */
+extern uint64_t engine_pick_limit_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* Forward a picked range, as the probe while the breaker holds. */
+extern int engine_send_or_probe_drops_lock (struct engine *e, uint64_t offset,
+                                            uint64_t length, uint32_t time)
+  REQUIRES (engine_lock);
+
+/* When windows let the flusher forward: now_ns if one is open (or under
+ * pressure, or there are none), else when the next opens.
+ */
+extern uint64_t engine_window_at_ns_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock);
+
+/* Fill the breaker's, the windows' and proof's statistics. */
+extern void engine_protection_stats_locked (struct engine *e,
+                                            struct engine_stats *st)
+  REQUIRES (engine_lock);
+
+/* Proof of effect: check one queued sample (proof.c), lock dropped
+ * around the backend's answer.  Flusher thread only.
+ */
+extern void engine_proof_turn_drops_lock (struct engine *e)
   REQUIRES (engine_lock);
 
 /* Pick the next range to forward: the largest pending extent queued at

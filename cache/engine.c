@@ -146,7 +146,9 @@ engine_open (const struct engine_config *cfg, struct backend *b)
    */
   extmap_set_granularity (e->map, e->granularity);
   extmap_set_minlen (e->map, e->cfg.minlen);
+  e->fwd_granularity = e->granularity;
   e->forwarding_disabled = !b->limits.can_discard;
+  engine_protection_init_locked (e);
   e->epoch_ms = engine_now_ms (e);
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
@@ -234,14 +236,20 @@ forward_all_drops_lock (struct engine *e, uint64_t deadline)
   uint64_t now, offset, length;
   uint32_t time;
 
+  /* The stop is asked for, as a flush is: an open breaker probes now. */
+  engine_breaker_probe_now_locked (e);
   while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
-    if (now < e->retry_at_ms) {
-      engine_sleep_drops_lock (e, MIN (e->retry_at_ms, deadline) - now);
+    uint64_t wait_until = MAX (e->retry_at_ms, engine_breaker_wait_ms_locked (e));
+
+    if (now < wait_until) {
+      engine_sleep_drops_lock (e, MIN (wait_until, deadline) - now);
       continue;
     }
-    if (!engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
+    if (!engine_pick_max_locked (e, UINT32_MAX, 0,
+                                 engine_pick_limit_locked (e),
+                                 &offset, &length, &time))
       break;
-    engine_forward_drops_lock (e, offset, length, time, false, true);
+    engine_send_or_probe_drops_lock (e, offset, length, time);
   }
 }
 
@@ -601,7 +609,17 @@ engine_enforce_bound_drops_lock (struct engine *e)
       e->stats.dropped_full_bytes += x.length;
       continue;
     }
-    if (!policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen))
+    /* Invariant 11: an open breaker is not overridden by the bound; the
+     * oldest extent goes, counted (docs/design-notes.md says why).
+     */
+    if (breaker_holds (&e->breaker)) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += x.length;
+      e->stats.dropped_breaker_bytes += x.length;
+      continue;
+    }
+    if (!policy_aligned_part (x.offset, x.length, e->fwd_granularity,
+                              &aoff, &alen))
       alen = 0;
     if (alen < x.length) {
       e->stats.dropped++;
@@ -644,6 +662,12 @@ record_range_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
   size_t before = extmap_count (e->map);
 
   if (extmap_insert (e->map, offset, length, engine_ticks_locked (e)) == -1) {
+    if (breaker_holds (&e->breaker)) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += length;
+      e->stats.dropped_nomem_bytes += length;
+      return;
+    }
     /* No memory to remember it: send it now rather than forget it. */
     engine_forward_drops_lock (e, offset, length, engine_ticks_locked (e),
                                false, false);
@@ -698,7 +722,11 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
     e->stats.dropped_unsupported_bytes += length;
     engine_lock_release (e);
   }
-  else if (fua || engine_keys (e)->passthrough) {
+  /* Invariant 11: while the breaker is open a FUA trim waits with the
+   * others (its old content is one a trimmed range may read as).
+   */
+  else if (engine_keys (e)->passthrough ||
+           (fua && !breaker_holds (&e->breaker))) {
     engine_lock_release (e);
     r = trim_now (e, offset, length, fua);
   }

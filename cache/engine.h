@@ -175,8 +175,16 @@ extern bool engine_known_clean (struct engine *e, uint64_t offset,
 extern void engine_forget_clean (struct engine *e, uint64_t *extents,
                                  uint64_t *bytes);
 
-/* Stop or restart the flusher's forwarding (drain still works). */
+/* Stop or restart the flusher's forwarding (drain still works).
+ * Restarting also closes the circuit breaker (discardctl resume).
+ */
 extern void engine_pause (struct engine *e, bool paused);
+
+/* Set the space-pressure state by hand (low-water= sets it itself from
+ * the backend's free space): while set, forwarding windows do not hold
+ * the flusher (invariant 11: pressure only forwards sooner).
+ */
+extern void engine_set_pressure (struct engine *e, bool pressure);
 
 /* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
 extern int engine_set (struct engine *e, const char *key, const char *value);

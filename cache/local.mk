@@ -6,6 +6,8 @@ include cache/extmap.mk
 # include path holds no volume or service header: nothing calls up.
 noinst_LTLIBRARIES += libengine.la
 libengine_la_SOURCES = \
+	cache/breaker.c \
+	cache/breaker.h \
 	cache/clean.c \
 	cache/clean.h \
 	cache/engine-config.c \
@@ -23,12 +25,17 @@ libengine_la_SOURCES = \
 	cache/journal-file.c \
 	cache/pacing.c \
 	cache/pacing.h \
+	cache/proof.c \
+	cache/proof.h \
+	cache/protect.c \
 	cache/policy.c \
 	cache/policy.h \
 	cache/pressure.c \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \
+	cache/window.c \
+	cache/window.h \
 	common/crc32c.c \
 	common/file-header.c \
 	common/file-header.h \

@@ -101,7 +101,11 @@ engine_pressure_turn_drops_lock (struct engine *e, uint64_t now_ns)
     return 0;
   if (now_ns >= e->pressure_look_ns)
     look_drops_lock (e, now_ns);
+  /* An open breaker holds even under pressure: the device is in trouble
+   * and its probe (flusher.c) decides when discards go again.
+   */
   if (!e->pressure || e->paused || e->forwarding_disabled ||
+      breaker_holds (&e->breaker) ||
       !engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
     return 0;
   if (engine_forward_drops_lock (e, offset, length, time, false, true) == 0)

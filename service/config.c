@@ -167,6 +167,37 @@ const struct service_key service_keys[] = {
   { "passthrough", "BOOL", "false", NULL,
     "Forward every trim at once, no caching (a baseline).",
     ENGINE, false, ALL, NULL },
+  { "breaker-errors", "N|off", "5", NULL,
+    "Open the circuit breaker after N consecutive discard errors: "
+    "forwarding is held, retried by one probe discard with exponential "
+    "backoff; off: errors never open it.",
+    ENGINE, false, ALL, NULL },
+  { "breaker-latency", "DURATION|off", "5s", NULL,
+    "A discard slower than this is slow; slow ones for breaker-window "
+    "open the breaker (a slow probe keeps it open); off: no bound.",
+    ENGINE, false, ALL, NULL },
+  { "breaker-window", "DURATION", "30s", NULL,
+    "How long discards must stay slow to open the breaker.",
+    ENGINE, false, ALL, NULL },
+  { "breaker-backoff", "DURATION", "1s", NULL,
+    "Wait before the first probe of an open breaker, doubling after each "
+    "failed probe up to 5 minutes.",
+    ENGINE, false, ALL, NULL },
+  { "window", "HH:MM-HH:MM[,...]", NULL, "none (forward at any time)",
+    "Forward only inside these local-time windows (repeatable), except "
+    "under space pressure, at max-extents and on discardctl flush.",
+    ENGINE, false, ALL, NULL },
+  { "proof", "PERCENT|off", "1%", NULL,
+    "Share of forwarded discards checked afterwards for freed space "
+    "(file, NBD with block status; not block devices).",
+    ENGINE, false, ALL, NULL },
+  { "proof-bytes", "SIZE", "1M", NULL,
+    "At most this much of one sampled discard is checked.",
+    ENGINE, false, ALL, NULL },
+  { "proof-adapt", "BOOL", "false", NULL,
+    "When a check finds a discard ineffective, double the forwarding "
+    "granularity (up to 4M) and say so; off: only report.",
+    ENGINE, false, ALL, NULL },
   { "readonly", "BOOL", "false", NULL,
     "Open the backend read-only and export read-only.",
     SERVICE, false, ALL, set_readonly },

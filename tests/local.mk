@@ -15,6 +15,7 @@ include tests/state.mk
 include tests/crash.mk
 include tests/pacing.mk
 include tests/stats.mk
+include tests/protect.mk
 include tests/fuzz.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk
