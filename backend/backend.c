@@ -130,6 +130,12 @@ backend_lock (struct backend *b)
   return b->ops->lock ? b->ops->lock (b) : 0;
 }
 
+int
+backend_start (struct backend *b)
+{
+  return b->ops->start ? b->ops->start (b) : 0;
+}
+
 void
 backend_close (struct backend *b)
 {
