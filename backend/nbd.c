@@ -231,7 +231,7 @@ send_cmd (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
       *why = last_error ();
       e = *err;
     }
-    else
+    else if (e != 0)
       *why = strerror (e);
     if (e == 0)
       r = 0;
