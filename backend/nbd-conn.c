@@ -34,7 +34,6 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -367,16 +366,14 @@ nbdc_renew (struct nbd_backend *h, unsigned i, struct nbd_conn *c)
 
 void
 nbdc_note_lost (struct nbd_backend *h, unsigned i, struct nbd_conn *c,
-                int err)
+                const char *why)
 {
   ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
 
   if (c->noted_lost)
     return;
   c->noted_lost = true;
-  dc_error ("backend %s: connection %u lost: %s", h->uri, i,
-            err == ESHUTDOWN ? "the server is shutting down" :
-            err > 0 ? strerror (err) : "unknown error");
+  dc_error ("backend %s: connection %u lost: %s", h->uri, i, why);
   h->losses++;
   if (h->writes > h->flushed_writes)
     h->lost_writes = true;

@@ -112,13 +112,13 @@ extern struct nbd_conn *nbdc_renew (struct nbd_backend *h, unsigned i,
                                     struct nbd_conn *c)
   __attribute__ ((nonnull (1, 3)));
 
-/* The connection c in slot i was lost (err: what a request on it
- * met): log it (once per connection), and remember whether
- * acknowledged writes may have gone with it.
+/* The connection c in slot i was lost (why: what a request on it met):
+ * log it (once per connection), and remember whether acknowledged
+ * writes may have gone with it.
  */
 extern void nbdc_note_lost (struct nbd_backend *h, unsigned i,
-                            struct nbd_conn *c, int err)
-  __attribute__ ((nonnull (1, 3)));
+                            struct nbd_conn *c, const char *why)
+  __attribute__ ((nonnull (1, 3, 4)));
 
 /* Bookkeeping for the flush after a loss: a write was acknowledged; a
  * flush is starting (returns the token to pass to nbdc_flush_done);

@@ -243,7 +243,8 @@ send_cmd (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
       r = -1;
     }
     if (r == 1)
-      nbdc_note_lost (h, i, c, e);
+      nbdc_note_lost (h, i, c, e == ESHUTDOWN ? "the server is shutting down"
+                      : *why);
     else if (r == 0 && (cmd == CMD_PWRITE || cmd == CMD_ZERO) &&
              !(flags & LIBNBD_CMD_FLAG_FUA))
       nbdc_write_done (h);
