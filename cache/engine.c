@@ -191,6 +191,8 @@ engine_start (struct engine *e)
 {
   int err;
 
+  if (backend_start (e->backend) == -1)
+    return -1;
   err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;

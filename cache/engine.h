@@ -55,7 +55,9 @@ struct engine_stats {
 extern struct engine *engine_open (const struct engine_config *cfg,
                                    struct backend *b);
 
-/* Start the flusher thread (nbdkit: in after_fork, never before). */
+/* Start the backend's threads and the flusher thread (nbdkit: in
+ * after_fork, never before).
+ */
 extern int engine_start (struct engine *e);
 
 /* Stop the flusher, then save what is pending to the state file
