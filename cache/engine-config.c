@@ -38,6 +38,7 @@ engine_config_init (struct engine_config *cfg)
     .max_extents = 1024 * 1024,
     .max_clean_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
+    .small_auto = true,
   };
 }
 
@@ -155,6 +156,30 @@ set_max_clean_extents (const char *key, const char *value, uint64_t *out)
   return parse_scaled_count (key, value, out);
 }
 
+/* small=: auto (the cost model decides), off (0 too), or a size. */
+static int
+set_small (const char *key, const char *value, struct engine_config *cfg)
+{
+  uint64_t n;
+
+  if (strcmp (value, "auto") == 0 || strcmp (value, "off") == 0) {
+    cfg->small_auto = value[0] == 'a';
+    cfg->small = 0;
+    return 0;
+  }
+  if (!isdigit ((unsigned char) value[0])) {
+    dc_error ("%s=%s: invalid value: expected auto, off, or %s", key, value,
+              PARSE_SIZE_FORMS);
+    errno = EINVAL;
+    return -1;
+  }
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  cfg->small_auto = false;
+  cfg->small = n;
+  return 0;
+}
+
 static int
 set_on_full (const char *key, const char *value, enum on_full_policy *out)
 {
@@ -178,6 +203,8 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_duration_ms (key, value, &cfg->delay_ms);
   if (strcmp (key, "minlen") == 0)
     return parse_size (key, value, &cfg->minlen);
+  if (strcmp (key, "small") == 0)
+    return set_small (key, value, cfg);
   if (strcmp (key, "granularity") == 0)
     return set_auto_or_power_of_2 (key, value, &cfg->granularity);
   if (strcmp (key, "max-discard") == 0)

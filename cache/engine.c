@@ -144,6 +144,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
    */
   extmap_set_granularity (e->map, e->granularity);
   extmap_set_minlen (e->map, e->cfg.minlen);
+  engine_small_apply_locked (e);
   e->forwarding_disabled = !b->limits.can_discard;
   e->epoch_ms = engine_now_ms (e);
   atomic_init (&e->active_requests, 0);
@@ -219,29 +220,6 @@ log_leftovers (struct engine *e)
               " bytes) stay unsent", st.pending_extents, st.pending_bytes);
 }
 
-/* Forward everything pending before the deadline.  A discard that
- * fails with a transient error went back into the map; wait out the
- * backoff and send it again, as the flusher would have, rather than
- * give up on everything at the first error (invariant 2).
- */
-static void
-forward_all_drops_lock (struct engine *e, uint64_t deadline)
-  REQUIRES (engine_lock)
-{
-  uint64_t now, offset, length;
-  uint32_t time;
-
-  while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
-    if (now < e->retry_at_ms) {
-      engine_sleep_drops_lock (e, MIN (e->retry_at_ms, deadline) - now);
-      continue;
-    }
-    if (!engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
-      break;
-    engine_forward_drops_lock (e, offset, length, time, false, true);
-  }
-}
-
 /* Runs once: a second call (engine_close after engine_stop) returns at
  * once, so a failed save is neither retried nor its leftovers logged
  * twice.
@@ -275,7 +253,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
   }
   if (!e->state_saved) {
     engine_lock_acquire (e);
-    forward_all_drops_lock (e, deadline);
+    engine_stop_forward_drops_lock (e, deadline);
     engine_lock_release (e);
   }
   log_leftovers (e);
@@ -711,6 +689,7 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   engine_lock_acquire (e);
   while (!e->forwarding_disabled &&
          engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
+    engine_join_clean_locked (e, &offset, &length);
     if (engine_forward_drops_lock (e, offset, length, time, false,
                                    true) == -1) {
       if (errno != EOPNOTSUPP && errno != ENOTSUP) {
@@ -838,7 +817,7 @@ engine_set (struct engine *e, const char *key, const char *value)
    * (a rare command; the flusher's wake-up depends on it).
    */
   if (r == 0 && strcmp (key, "minlen") == 0)
-    extmap_set_minlen (e->map, e->cfg.minlen);
+    extmap_set_minlen (e->map, engine_flusher_minlen_locked (e));
   pthread_cond_broadcast (&e->wakeup);
   engine_lock_release (e);
   return r;
@@ -890,6 +869,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->granularity = e->granularity;
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
+  st->small_len = e->small_len;
   st->clean_extents = clean_extents (&e->clean);
   st->clean_bytes = clean_bytes (&e->clean);
   st->clean_memory_bytes = clean_memory (&e->clean);

@@ -48,6 +48,11 @@ struct engine_stats {
   uint64_t dropped_fragment_bytes;  /*   sub-granule pieces at the bound */
   uint64_t dropped_nomem_bytes;     /*   cancelled whole when a split had no memory */
   uint64_t dropped_error_bytes;     /*   failed to forward at the bound */
+  uint64_t dropped_small_bytes;     /*   held by small= at a stop without state= */
+  uint64_t dropped_stop_bytes;      /*   past the stop's bound (stop-timeout=) */
+  uint64_t small_len;               /* small=: extents under this are held; 0 none */
+  uint64_t joined_clean_bytes;      /* known-clean bytes discarded again by joins */
+  uint64_t joins;                   /* commands joins saved */
   uint64_t pending_extents;
   uint64_t pending_bytes;
   uint64_t subgranule_bytes;        /* pending extents holding no whole granule */

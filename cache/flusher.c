@@ -19,7 +19,11 @@
  * extent can still come of age.  Extents that can never be forwarded
  * (shorter than minlen, or holding no whole granule) are not in the
  * map's forwardable column: they neither wake the flusher nor hide one
- * that comes of age later.  Only a wait with nothing to come without
+ * that comes of age later.  Extents under the small= threshold are held
+ * (small.h): not forwardable by policy until an explicit flush, so they
+ * are out of that column too; the threshold is brought up to date at
+ * the start of each turn, so one that fell releases them at once.
+ * Only a wait with nothing to come without
  * input is open-ended (ENGINE_FLUSHER_IDLE), and even that one is cut
  * at a second.
  */
@@ -177,6 +181,7 @@ forced_turn_drops_lock (struct engine *e)
   if (e->forwarding_disabled)
     err = EOPNOTSUPP;
   else if (engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
+    engine_join_clean_locked (e, &offset, &length);
     if (engine_forward_drops_lock (e, offset, length, time, false, true) == 0)
       return;
     err = errno == ENOTSUP ? EOPNOTSUPP : errno;
@@ -232,7 +237,8 @@ paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
   pace_meter_inputs (&e->pace, &in);
   pace_decide (&in, d);
   at = forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
-                                    e->cfg.minlen, d->max_len, false);
+                                    engine_flusher_minlen_locked (e),
+                                    d->max_len, false);
   if (at > now_ns)
     return at;
   /* What the next window measures adapts this mode's spacing, unless
@@ -258,6 +264,11 @@ engine_flusher_turn_drops_lock (struct engine *e)
   /* Measuring goes on without budget= too, for the statistics. */
   pace_meter_rotate (&e->pace, now_ns, e->cfg.budget_ms * 1000,
                      e->cfg.budget_ms ? e->pace_adapting : PACE_PROBE);
+  /* small=auto follows the model each discard refines, before the turn
+   * looks for work: a threshold that fell releases extents now, not at
+   * the next input (invariant 8).
+   */
+  engine_small_apply_locked (e);
   if (flush_wanted_locked (e)) {
     forced_turn_drops_lock (e);
     return now_ns;
@@ -276,7 +287,8 @@ engine_flusher_turn_drops_lock (struct engine *e)
   if (at > now_ns)
     return at;
   return forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
-                                      e->cfg.minlen, e->chunk_limit, true);
+                                      engine_flusher_minlen_locked (e),
+                                      e->chunk_limit, true);
 }
 
 uint64_t

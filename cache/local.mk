@@ -20,6 +20,8 @@ libengine_la_SOURCES = \
 	cache/pacing.h \
 	cache/policy.c \
 	cache/policy.h \
+	cache/small.c \
+	cache/small.h \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \

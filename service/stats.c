@@ -19,6 +19,8 @@
   X (dropped) X (dropped_bytes) X (dropped_full_bytes)      \
   X (dropped_unsupported_bytes) X (dropped_fragment_bytes)  \
   X (dropped_nomem_bytes) X (dropped_error_bytes)           \
+  X (dropped_small_bytes) X (dropped_stop_bytes)            \
+  X (small_len) X (joins) X (joined_clean_bytes)            \
   X (pending_extents) X (pending_bytes) X (subgranule_bytes)\
   X (inflight) X (inflight_bytes) X (write_waits)           \
   X (forward_errors) X (granularity) X (max_discard)        \

@@ -42,6 +42,8 @@ print_dropped (const struct jf_object *st, FILE *fp)
     { "dropped_fragment_bytes", "sub-granule pieces" },
     { "dropped_nomem_bytes", "out of memory" },
     { "dropped_error_bytes", "after errors" },
+    { "dropped_small_bytes", "held by small= at the stop" },
+    { "dropped_stop_bytes", "past stop-timeout=" },
   };
   char a[HUMAN_LEN];
 
@@ -219,6 +221,11 @@ static const struct metric {
   { "dropped_fragment_bytes", "dropped_bytes_total", "reason=\"fragment\"", NULL, 1, NULL },
   { "dropped_nomem_bytes", "dropped_bytes_total", "reason=\"nomem\"", NULL, 1, NULL },
   { "dropped_error_bytes", "dropped_bytes_total", "reason=\"error\"", NULL, 1, NULL },
+  { "dropped_small_bytes", "dropped_bytes_total", "reason=\"small\"", NULL, 1, NULL },
+  { "dropped_stop_bytes", "dropped_bytes_total", "reason=\"stop\"", NULL, 1, NULL },
+  { "small_len", "small_len_bytes", NULL, "gauge", 1, "Pending extents shorter than this are held (small=); 0: none." },
+  { "joins", "joins_total", NULL, "counter", 1, "Discard commands an explicit flush saved by joining extents across known-clean gaps." },
+  { "joined_clean_bytes", "joined_clean_bytes_total", NULL, "counter", 1, "Known-clean bytes discarded again by those joins." },
   { "pending_extents", "pending_extents", NULL, "gauge", 1, "Pending discard extents." },
   { "pending_bytes", "pending_bytes", NULL, "gauge", 1, "Bytes in pending discard extents." },
   { "subgranule_bytes", "subgranule_bytes", NULL, "gauge", 1, "Pending bytes in extents smaller than a granule." },
