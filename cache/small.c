@@ -179,7 +179,9 @@ engine_stop_forward_drops_lock (struct engine *e, uint64_t deadline)
       bytes += length;
     }
   }
-  drop_leftovers_locked (e, engine_small_len_locked (e), &l);
+  /* The statistics show the threshold the stop kept. */
+  engine_small_apply_locked (e);
+  drop_leftovers_locked (e, e->small_len, &l);
   if (n)
     dc_debug ("the stop forwarded %" PRIu64 " discards (%" PRIu64 " bytes) "
               "in %" PRIu64 " ms", n, bytes, engine_now_ms (e) - start);
@@ -188,7 +190,7 @@ engine_stop_forward_drops_lock (struct engine *e, uint64_t deadline)
               "small= (under %" PRIu64 " bytes) were left unsent, counted in "
               "dropped_small_bytes (set state= to keep them, or run "
               "discardctl flush before stopping)",
-              l.small_extents, l.small_bytes, engine_small_len_locked (e));
+              l.small_extents, l.small_bytes, e->small_len);
   if (l.stop_extents)
     dc_error ("at stop, %" PRIu64 " pending extents (%" PRIu64 " bytes) were "
               "not forwarded%s, counted in dropped_stop_bytes",

@@ -8,3 +8,6 @@ tests_unit_test_small_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/cache
 tests_unit_test_small_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_small_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+
+TESTS += tests/e2e/test-small-stop.sh
+EXTRA_DIST += tests/e2e/test-small-stop.sh
