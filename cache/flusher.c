@@ -6,8 +6,9 @@
  * discards to client requests, clients busy or not, and near
  * max-extents it forwards regardless.  A flush asked for on the control
  * socket puts it in forced mode: everything forwardable goes, ignoring
- * delay, minlen, idle, rate, pause and backoff, and the askers are told
- * on e->flushed.
+ * delay, minlen, small, idle, rate, pause and backoff, joined across
+ * known-clean gaps where that saves commands (small.c), and the askers
+ * are told on e->flushed.
  *
  * Liveness (invariant 8, docs/design-notes.md).  Each turn either
  * forwards one range or returns the moment its answer can next change
