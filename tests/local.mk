@@ -16,6 +16,7 @@ include tests/crash.mk
 include tests/pacing.mk
 include tests/stats.mk
 include tests/protect.mk
+include tests/small.mk
 include tests/fuzz.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk
