@@ -135,7 +135,7 @@ write_meta (const char *path, const struct thin_meta_id *id, uint64_t runs)
   printf ("map_bytes_per_run %.1f\n",
           (double) thin_map_memory (&m) / thin_map_runs (&m));
   printf ("map_bytes_per_run_random %.1f\n", random_map_bytes (runs));
-  if (thin_checkpoint_encode (id, m.runs, 1, 0, &img, &len) == -1)
+  if (thin_checkpoint_encode (id, m.runs, NULL, 1, 0, &img, &len) == -1)
     die ("thin_checkpoint_encode");
   thin_map_free (&m);
   fd = open (path, O_WRONLY | O_CREAT | O_TRUNC, 0600);

@@ -44,11 +44,16 @@ static char meta[300];
 static struct mem_backend *mem;
 static struct volume *vol;             /* the thin volume under test */
 static struct engine *eng;             /* below it */
+/* reserve= of the next volume opened: none unless a test sets it, so
+ * that every freed run goes to the engine as before reserve= existed.
+ */
+static const char *reserve_key;
 
 static int
 setup (void **state)
 {
   scratch_make (dir, sizeof dir, "test-thin");
+  reserve_key = "0";
   snprintf (meta, sizeof meta, "%s/meta", dir);
   return 0;
 }
@@ -89,6 +94,7 @@ open_thin_on (struct mem_backend *m, const char *slot, const char *size)
   assert_int_equal (volume_config_set (&vcfg, "slot", slot), 0);
   assert_int_equal (volume_config_set (&vcfg, "size", size), 0);
   assert_int_equal (volume_config_set (&vcfg, "meta", meta), 0);
+  assert_int_equal (volume_config_set (&vcfg, "reserve", reserve_key), 0);
   mem = m ? m : mem_backend_new (DISK, 4 * KiB, 1 << 30);
   eng = engine_open (&ecfg, &mem->b);
   assert_non_null (eng);
@@ -348,7 +354,7 @@ test_space_renumber (void **state)
   struct extent x;
 
   assert_int_equal (thin_space_init (&s), 0);
-  s.seq_limit = 10;
+  s.pending.seq_limit = 10;
   for (uint64_t i = 0; i < 40; i++)
     thin_space_add_pending (&s, i * 10, 1 + i % 3);
   /* The newest run of each length. */
@@ -895,7 +901,7 @@ test_checkpoint_roundtrip (void **state)
   for (int round = 0; round < 50; round++) {
     assert_int_equal (thin_map_init (&m, 2 * NPHYS, NPHYS), 0);
     random_map (&m, &seed);
-    assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, 7, 1234,
+    assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, NULL, 7, 1234,
                                               (void **) &img, &len), 0);
     assert_int_equal (thin_map_init (&r, 2 * NPHYS, NPHYS), 0);
     assert_int_equal (thin_meta_recover (img, len, &test_id, &r, &rec, why,
@@ -926,7 +932,7 @@ test_checkpoint_roundtrip (void **state)
   }
   /* Another slot size, exported size or backend is refused. */
   assert_int_equal (thin_map_init (&m, 2 * NPHYS, NPHYS), 0);
-  assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, 1, 0,
+  assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, NULL, 1, 0,
                                             (void **) &img, &len), 0);
   other.backend_size = DISK * 2;
   assert_int_equal (thin_meta_recover (img, len, &other, &m, &rec, why,
@@ -1261,11 +1267,257 @@ test_checkpoint_concurrent (void **state)
   assert_memory_equal (a, b, 2 * DISK);
 }
 
+/* The reuse reserve (reserve=, invariant 12). */
+
+static void
+test_reserve_key (void **state)
+{
+  struct volume_config c;
+
+  volume_config_init (&c);
+  assert_int_equal (volume_config_set (&c, "reserve", "1.5%"), 0);
+  assert_true (c.reserve_percent);
+  assert_int_equal (c.reserve, 150);
+  assert_int_equal (volume_config_set (&c, "reserve", "64M"), 0);
+  assert_false (c.reserve_percent);
+  assert_int_equal (c.reserve, 64 << 20);
+  assert_int_equal (volume_config_set (&c, "reserve", "100%"), 0);
+  assert_int_equal (c.reserve, 10000);
+  /* Bad values change nothing. */
+  assert_int_equal (volume_config_set (&c, "reserve", "101%"), -1);
+  assert_int_equal (volume_config_set (&c, "reserve", "1.234%"), -1);
+  assert_int_equal (volume_config_set (&c, "reserve", "%"), -1);
+  assert_int_equal (volume_config_set (&c, "reserve", "-1%"), -1);
+  assert_int_equal (volume_config_set (&c, "reserve", "x"), -1);
+  assert_int_equal (c.reserve, 10000);
+  assert_true (c.reserve_percent);
+  volume_config_free (&c);
+}
+
+/* Slots 0-5 written, then a lone slot (1) and a run of three (3-5)
+ * trimmed and the trims made durable.
+ */
+static void
+free_lone_and_three (int64_t *lone, int64_t *three)
+{
+  fill (0, 6 * SLOT, 0x01);
+  assert_int_equal (volume_flush (vol), 0);
+  *lone = phys_of (1);
+  *three = phys_of (3);
+  assert_int_equal (volume_trim (vol, SLOT, SLOT, false), 0);
+  assert_int_equal (volume_trim (vol, 3 * SLOT, 3 * SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
+}
+
+/* A run freed within the reserve is not discarded, even when the engine
+ * forwards everything it holds; a write reuses it, and the device sees
+ * no discard before that write.
+ */
+static void
+test_reserve_reuse_sends_nothing (void **state)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+  int64_t lone, three;
+
+  reserve_key = "1M";
+  open_thin ();
+  free_lone_and_three (&lone, &three);
+  assert_int_equal (stats ().th.reserve_bytes, 4 * SLOT);
+  assert_int_equal (stats ().th.reserve_runs, 2);
+  assert_int_equal (stats ().th.free_pending, 0);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  assert_int_equal (mem_backend_calls (mem, c, MEM_MAX_CALLS), 0);
+  /* The trimmed slots read as zeros at once (the client's TRIM). */
+  assert_filled (SLOT, SLOT, 0);
+  assert_filled (3 * SLOT, 3 * SLOT, 0);
+  fill (20 * SLOT, SLOT, 0x20);
+  assert_int_equal (phys_of (20), lone);
+  fill (24 * SLOT, 3 * SLOT, 0x24);
+  assert_int_equal (phys_of (24), three);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  assert_int_equal (mem_backend_calls (mem, c, MEM_MAX_CALLS), 0);
+  assert_int_equal (stats ().th.reserve_bytes, 0);
+  assert_int_equal (stats ().th.reserve_writes, 2);
+  assert_int_equal (stats ().th.discards_avoided, 2);
+  assert_int_equal (stats ().th.discards_avoided_bytes, 4 * SLOT);
+  assert_int_equal (stats ().th.reused, 0);
+  assert_filled (20 * SLOT, SLOT, 0x20);
+  assert_filled (24 * SLOT, 3 * SLOT, 0x24);
+}
+
+/* Past the reserve the largest runs go first: of runs of 1, 1, 3 and 5
+ * slots with room for 4, the 5 and the 3 are discarded, the two lone
+ * slots kept.
+ */
+static void
+test_reserve_largest_released (void **state)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+  int64_t p0;
+  unsigned n;
+
+  reserve_key = "256k";
+  open_thin ();
+  fill (0, 13 * SLOT, 0x01);
+  assert_int_equal (volume_flush (vol), 0);
+  p0 = phys_of (0);
+  assert_int_equal (volume_trim (vol, 0, SLOT, false), 0);
+  assert_int_equal (volume_trim (vol, 8 * SLOT, 5 * SLOT, false), 0);
+  assert_int_equal (volume_trim (vol, 2 * SLOT, SLOT, false), 0);
+  assert_int_equal (volume_trim (vol, 4 * SLOT, 3 * SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
+  assert_int_equal (stats ().th.reserve_bytes, 2 * SLOT);
+  assert_int_equal (stats ().th.reserve_runs, 2);
+  assert_int_equal (stats ().th.reserve_released, 2);
+  assert_int_equal (stats ().th.reserve_released_bytes, 8 * SLOT);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  n = mem_backend_calls (mem, c, MEM_MAX_CALLS);
+  assert_int_equal (n, 2);
+  if (c[0].offset > c[1].offset) {
+    struct mem_discard d = c[0];
+
+    c[0] = c[1];
+    c[1] = d;
+  }
+  assert_int_equal (c[0].offset, (p0 + 4) * SLOT);
+  assert_int_equal (c[0].length, 3 * SLOT);
+  assert_int_equal (c[1].offset, (p0 + 8) * SLOT);
+  assert_int_equal (c[1].length, 5 * SLOT);
+  assert_filled (SLOT, SLOT, 0x01);
+  assert_filled (3 * SLOT, SLOT, 0x01);
+  assert_filled (7 * SLOT, SLOT, 0x01);
+}
+
+/* A clean stop and a start again, on the backend as the stop left it. */
+static void
+restart (void)
+{
+  struct mem_backend *m = mem_backend_new (DISK, 4 * KiB, 1 << 30);
+
+  memcpy (m->data, mem->data, DISK);
+  close_thin ();
+  vol = open_thin_on (m, "64k", "2M");
+  assert_non_null (vol);
+}
+
+/* No reserve run is mapped in a meta image: each lies in its free set. */
+static void
+assert_reserve_unmapped (const unsigned char *img, size_t len,
+                         uint64_t reserve_slots)
+{
+  struct thin_meta_id id = {
+    .slot = SLOT, .size = 2 * DISK, .backend_size = DISK,
+    .backend = *engine_identity (eng),
+  };
+  struct thin_recovery rec;
+  struct thin_map m;
+  struct extent x;
+  char why[256];
+
+  assert_int_equal (thin_map_init (&m, 2 * NPHYS, NPHYS), 0);
+  if (thin_meta_recover (img, len, &id, &m, &rec, why, sizeof why) == -1)
+    fail_msg ("%s", why);
+  assert_int_equal (extmap_bytes (rec.reserve), reserve_slots);
+  for (uint64_t p = 0; extmap_find_from (rec.reserve, p, &x);
+       p = x.offset + x.length) {
+    struct extent f;
+
+    assert_true (extmap_find_overlap (rec.free, x.offset, x.length, &f));
+    assert_true (f.offset <= x.offset &&
+                 f.offset + f.length >= x.offset + x.length);
+  }
+  extmap_free (rec.free);
+  extmap_free (rec.reserve);
+  thin_map_free (&m);
+}
+
+/* The reserve is in the meta file: a clean stop neither discards nor
+ * forgets it, and after a kill -9 it is what the last FLUSH made
+ * durable, none of it mapped; writes then reuse it without a discard
+ * and without touching live data.
+ */
+static void
+test_reserve_persists (void **state)
+{
+  struct mem_backend *copy = mem_backend_new (DISK, 4 * KiB, 1 << 30);
+  struct mem_discard c[MEM_MAX_CALLS];
+  int64_t lone, three;
+  unsigned char *img;
+  size_t len;
+
+  reserve_key = "1M";
+  open_thin ();
+  free_lone_and_three (&lone, &three);
+  restart ();
+  img = read_file (meta, &len);
+  assert_reserve_unmapped (img, len, 4);
+  free (img);
+  assert_int_equal (stats ().th.reserve_bytes, 4 * SLOT);
+  assert_int_equal (stats ().th.reserve_runs, 2);
+  /* Taken partly, freed more: journal records over the checkpoint. */
+  fill (20 * SLOT, SLOT, 0x20);
+  assert_int_equal (phys_of (20), lone);
+  assert_int_equal (volume_trim (vol, 0, SLOT, false), 0);
+  assert_int_equal (volume_flush (vol), 0);
+  img = read_file (meta, &len);
+  memcpy (copy->data, mem->data, DISK);
+  assert_reserve_unmapped (img, len, 4);
+  /* Lost at the crash. */
+  fill (30 * SLOT, SLOT, 0x30);
+  reopen_after_crash (copy, img, len);
+  assert_int_equal (stats ().th.reserve_bytes, 4 * SLOT);
+  assert_filled (20 * SLOT, SLOT, 0x20);
+  assert_filled (2 * SLOT, SLOT, 0x01);
+  fill (24 * SLOT, 4 * SLOT, 0x24);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  assert_int_equal (mem_backend_calls (mem, c, MEM_MAX_CALLS), 0);
+  assert_filled (20 * SLOT, SLOT, 0x20);
+  assert_filled (2 * SLOT, SLOT, 0x01);
+  assert_filled (24 * SLOT, 4 * SLOT, 0x24);
+  assert_int_equal (stats ().th.reserve_bytes, 0);
+}
+
+/* discardctl flush --reserve: the whole reserve goes to the engine, and
+ * a restart with a smaller reserve= discards what it no longer holds.
+ */
+static void
+test_reserve_released_on_request (void **state)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+  int64_t lone, three;
+
+  reserve_key = "1M";
+  open_thin ();
+  free_lone_and_three (&lone, &three);
+  assert_int_equal (volume_release_reserve (vol), 0);
+  assert_int_equal (stats ().th.reserve_bytes, 0);
+  assert_int_equal (stats ().th.reserve_released, 2);
+  /* After the commit, the slots are pending space as before. */
+  assert_int_equal (volume_flush (vol), 0);
+  assert_int_equal (stats ().th.free_pending, 4);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  assert_int_equal (mem_backend_calls (mem, c, MEM_MAX_CALLS), 2);
+  close_thin ();
+
+  open_thin ();
+  free_lone_and_three (&lone, &three);
+  reserve_key = "0";
+  restart ();
+  assert_int_equal (stats ().th.reserve_bytes, 0);
+  assert_int_equal (engine_drain (eng, NULL, NULL), 0);
+  assert_int_equal (mem_backend_calls (mem, c, MEM_MAX_CALLS), 2);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown (name, setup, teardown)
+    T (test_reserve_key),
+    T (test_reserve_reuse_sends_nothing),
+    T (test_reserve_largest_released),
+    T (test_reserve_persists),
+    T (test_reserve_released_on_request),
     T (test_map_runs),
     T (test_map_replay_checks),
     T (test_space_best_fit),

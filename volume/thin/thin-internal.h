@@ -28,7 +28,10 @@
 struct thin_undurable {
   uint64_t seq;                     /* its UNMAP record's number */
   uint32_t p, n;                    /* physical slots */
-  bool recorded;                    /* engine_trim has returned */
+  uint32_t type;                    /* THIN_REC_UNMAP, or _KEEP (joins
+                                       the reserve), or _RELEASE (left it) */
+  bool recorded;                    /* engine_trim has returned (a kept
+                                       run has no discard: at once) */
 };
 
 /* Streams whose next slot the allocator keeps free for them. */
@@ -65,6 +68,10 @@ struct thin {
   uint64_t next_seq;                /* the next record's number */
   uint64_t durable_seq;             /* records up to this are on disk */
   uint64_t trims, trim_bytes;       /* as the client sent them */
+  uint64_t reserve_limit;           /* slots the reserve keeps (reserve=) */
+  uint64_t reserve_writes;          /* writes served from the reserve */
+  uint64_t avoided, avoided_slots;  /* reserve picks: discards not sent */
+  uint64_t released, released_slots; /* reserve runs handed to the engine */
   uint64_t allocated, reused, enospc, zero_fills, commits, checkpoints;
   uint64_t last_checkpoint;
   uint64_t meta_bytes;              /* journal_end, for stats */
@@ -130,6 +137,8 @@ struct plan {
   size_t n, cap;
   bool head_zero, tail_zero;        /* the first and last slot, if fresh,
                                        read as zeros already */
+  bool from_reserve;                /* some fresh slots came from the
+                                       reserve */
   struct segment inline_seg[8];
 };
 
@@ -168,6 +177,33 @@ extern int thin_plan_alloc_locked (struct thin *t, struct plan *pl,
 
 /* Give the fresh slots of a plan back (the write failed).  Lock held. */
 extern void thin_unreserve_locked (struct thin *t, const struct plan *pl);
+
+/* --- thin-reserve.c: the reuse reserve (reserve=, invariant 12) --- */
+
+/* Whether unmapped runs join the reserve rather than go to the engine
+ * as discards.  Lock held.
+ */
+extern bool thin_keeps_locked (const struct thin *t);
+
+/* Hand the reserve's largest runs to the engine as discards until it
+ * holds at most limit slots (0: all of it).  Their RELEASE records are
+ * buffered and the slots become reusable at the next commit (as any
+ * unmapped run whose discard is recorded).  Lock not held; 0, or -1
+ * (ENOMEM, or the engine's error; reported).
+ */
+extern int thin_reserve_trim (struct thin *t, uint64_t limit);
+
+/* The reserve's size now: its limit, or 0 under space pressure. */
+extern uint64_t thin_reserve_limit_locked (const struct thin *t);
+
+/* --- thin.c --- */
+
+/* The unmaps and releases numbered first_seq to last_seq have their
+ * discard in the engine: the commit that makes them durable frees their
+ * slots.  Lock held.
+ */
+extern void thin_mark_recorded_locked (struct thin *t, uint64_t first_seq,
+                                       uint64_t last_seq);
 
 /* --- thin-open.c --- */
 

@@ -133,12 +133,42 @@ durable_map_locked (struct thin *t)
     int err;
 
     thin_record_decode (t->buf + off - THIN_RECORD_SIZE, &r);
+    if (r.type == THIN_REC_RELEASE)
+      continue;
     err = r.type == THIN_REC_MAP
           ? extmap_remove (c.to, r.logical, r.count, NULL)
           : extmap_insert (c.to, r.logical, r.count, r.phys);
     if (err == -1)
       goto nomem;
   }
+  return c.to;
+
+ nomem:
+  extmap_free (c.to);
+  return NULL;
+}
+
+/* The reserve as of the durable records: the reserve now, with the runs
+ * released from it whose slots are not free yet (their RELEASE record
+ * may not be durable; if it is, the reserve after a crash holds them
+ * again and discards them twice, which costs a command, never data).
+ * Slots taken from the reserve by writes whose MAP record is not
+ * durable are not in it: after a crash they are clean, holding what was
+ * written (at most the records buffered).  Lock held.
+ */
+static struct extmap *
+durable_reserve_locked (struct thin *t)
+{
+  struct copy c = { .to = extmap_new () };
+
+  if (c.to == NULL ||
+      extmap_iterate (thin_space_reserve_runs (&t->space), 0, copy_run,
+                      &c) != 0)
+    goto nomem;
+  for (size_t i = 0; i < t->nundurable; i++)
+    if (t->undurable[i].type == THIN_REC_RELEASE &&
+        extmap_insert (c.to, t->undurable[i].p, t->undurable[i].n, 0) == -1)
+      goto nomem;
   return c.to;
 
  nomem:
@@ -153,21 +183,26 @@ static int
 checkpoint (struct thin *t)
 {
   uint64_t next_seq, now = (uint64_t) time (NULL);
-  struct extmap *runs;
+  struct extmap *runs, *reserve;
   void *image;
   size_t len;
   int fd, r;
 
   pthread_mutex_lock (&t->lock);
   runs = durable_map_locked (t);
+  reserve = durable_reserve_locked (t);
   next_seq = t->durable_seq + 1;
   pthread_mutex_unlock (&t->lock);
-  if (runs == NULL) {
+  if (runs == NULL || reserve == NULL) {
+    extmap_free (runs);
+    extmap_free (reserve);
     dc_error ("meta=%s: out of memory for a checkpoint", t->path);
     return -1;
   }
-  r = thin_checkpoint_encode (&t->id, runs, next_seq, now, &image, &len);
+  r = thin_checkpoint_encode (&t->id, runs, reserve, next_seq, now, &image,
+                              &len);
   extmap_free (runs);
+  extmap_free (reserve);
   if (r == -1)
     return -1;
   fd = write_meta_file (t, image, len);
@@ -186,8 +221,9 @@ checkpoint (struct thin *t)
   return 0;
 }
 
-/* Records up to upto are durable: the runs they unmapped whose discard
- * is recorded join the pending free set, in the order they were
+/* Records up to upto are durable: the runs they unmapped (or released
+ * from the reserve) whose discard is recorded join the pending free
+ * set, and the runs they kept the reserve, in the order they were
  * unmapped; the others stay (their discard is still on its way).
  */
 static void
@@ -199,7 +235,10 @@ release_undurable_locked (struct thin *t, uint64_t upto)
     struct thin_undurable u = t->undurable[i];
 
     if (u.seq <= upto && u.recorded) {
-      thin_space_add_pending (&t->space, u.p, u.n);
+      if (u.type == THIN_REC_KEEP)
+        thin_space_add_reserve (&t->space, u.p, u.n);
+      else
+        thin_space_add_pending (&t->space, u.p, u.n);
       t->undurable_slots -= u.n;
     }
     else
@@ -213,8 +252,9 @@ static int
 commit_locked (struct thin *t, bool client_flush)
 {
   CLEANUP_FREE unsigned char *records = NULL;
+  uint64_t upto, limit = 0;
+  bool over = false;
   size_t len;
-  uint64_t upto;
   int r;
 
   pthread_mutex_lock (&t->lock);
@@ -250,12 +290,19 @@ commit_locked (struct thin *t, bool client_flush)
     t->commits++;
     t->meta_bytes = t->journal_end;
     full = thin_journal_full_locked (t);
+    limit = thin_reserve_limit_locked (t);
+    over = thin_space_reserve_slots (&t->space) > limit;
     pthread_cond_broadcast (&t->changed);
     pthread_mutex_unlock (&t->lock);
     if (full)
       checkpoint (t);
   }
   pthread_mutex_unlock (&t->commit_lock);
+  /* The runs this commit kept, past the reserve: discarded, the largest
+   * first (their records go with the next commit).
+   */
+  if (over && thin_reserve_trim (t, limit) == -1)
+    r = -1;
   return r;
 }
 
@@ -289,8 +336,8 @@ create_meta (struct thin *t)
     errno = ENOENT;
     return -1;
   }
-  if (thin_checkpoint_encode (&t->id, t->map.runs, 1, (uint64_t) time (NULL),
-                              &image, &len) == -1)
+  if (thin_checkpoint_encode (&t->id, t->map.runs, NULL, 1,
+                              (uint64_t) time (NULL), &image, &len) == -1)
     return -1;
   fd = write_meta_file (t, image, len);
   free (image);
@@ -332,21 +379,23 @@ read_whole (int fd, const char *path, unsigned char **image, size_t *len)
   return 0;
 }
 
-/* A version 1 file becomes a version 2 checkpoint at once: its records
- * are replayed, so nothing of it is needed afterwards.
+/* An older file becomes a checkpoint of this version at once: its
+ * records are replayed, so nothing of it is needed afterwards, and no
+ * record of this version is appended to it.
  */
 static int
-convert_v1 (struct thin *t)
+convert_old (struct thin *t, uint32_t version)
 {
-  dc_debug ("meta=%s: format version 1, converting to version %d",
-            t->path, THIN_VERSION);
+  dc_debug ("meta=%s: format version %" PRIu32 ", converting to version %d",
+            t->path, version, THIN_VERSION);
   if (t->read_only)
     return 0;
   pthread_mutex_lock (&t->commit_lock);
   t->durable_seq = t->next_seq - 1;
   if (checkpoint (t) == -1) {
     pthread_mutex_unlock (&t->commit_lock);
-    dc_error ("meta=%s: cannot convert it from format version 1", t->path);
+    dc_error ("meta=%s: cannot convert it from format version %" PRIu32,
+              t->path, version);
     return -1;
   }
   pthread_mutex_unlock (&t->commit_lock);
@@ -354,10 +403,12 @@ convert_v1 (struct thin *t)
 }
 
 /* Recover from an existing meta file, cutting off a torn tail.  *unmapped
- * gets the physical slots no run maps.
+ * gets the physical slots no run maps, *reserve the part of them in the
+ * reserve.
  */
 static int
-load_meta (struct thin *t, int fd, struct extmap **unmapped)
+load_meta (struct thin *t, int fd, struct extmap **unmapped,
+           struct extmap **reserve)
 {
   CLEANUP_FREE unsigned char *image = NULL;
   struct thin_recovery rec;
@@ -378,11 +429,12 @@ load_meta (struct thin *t, int fd, struct extmap **unmapped)
     return -1;
   }
   *unmapped = rec.free;
+  *reserve = rec.reserve;
   t->fd = fd;
   t->next_seq = rec.next_seq;
   t->last_checkpoint = rec.checkpoint_time;
   if (rec.version != THIN_VERSION)
-    return convert_v1 (t);
+    return convert_old (t, rec.version);
   if (rec.valid_len < len) {
     dc_debug ("meta=%s: cut a torn journal tail of %zu bytes",
               t->path, len - rec.valid_len);
@@ -493,10 +545,35 @@ sort_free (struct thin *t, struct extmap **unmapped)
   extmap_free (zeros);
 }
 
+/* The reserve's runs that are clean now join the reserve again (free
+ * slots the engine has a discard for stay pending: it goes out anyway;
+ * those the backend reads as zeros stay zero: nothing is left there to
+ * discard).
+ */
+static int
+keep_reserve_run (const struct extent *x, void *opaque)
+{
+  struct thin *t = opaque;
+  uint64_t p = x->offset, end = x->offset + x->length;
+
+  while (p < end) {
+    struct extent run;
+    enum thin_free_kind kind = thin_space_find (&t->space, p, &run);
+    uint64_t to = kind == THIN_NOT_FREE ? p + 1
+                  : MIN (end, run.offset + run.length);
+
+    if (kind == THIN_CLEAN &&
+        thin_space_take_from (&t->space, kind, &run, p, to - p) == 0)
+      thin_space_add_reserve (&t->space, p, to - p);
+    p = to;
+  }
+  return 0;
+}
+
 int
 thin_meta_open (struct thin *t)
 {
-  struct extmap *unmapped = NULL;
+  struct extmap *unmapped = NULL, *reserve = NULL;
   int fd = open (t->path, (t->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   int r;
 
@@ -511,14 +588,21 @@ thin_meta_open (struct thin *t)
     dc_error ("meta=%s: %m", t->path);
     return -1;
   }
-  else if ((r = load_meta (t, fd, &unmapped)) == -1 && t->fd != fd)
+  else if ((r = load_meta (t, fd, &unmapped, &reserve)) == -1 && t->fd != fd)
     close (fd);
   if (r == 0) {
     sort_free (t, &unmapped);
+    if (reserve)
+      extmap_iterate (reserve, 0, keep_reserve_run, t);
     t->durable_seq = t->next_seq - 1;
     t->meta_bytes = t->journal_end;
   }
   extmap_free (unmapped);
+  extmap_free (reserve);
+  /* A reserve larger than reserve= now (or reserve=0): the rest goes. */
+  if (r == 0 && !t->read_only &&
+      thin_space_reserve_slots (&t->space) > t->reserve_limit)
+    thin_reserve_trim (t, t->reserve_limit);
   return r;
 }
 

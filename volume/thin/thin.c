@@ -271,6 +271,7 @@ finish_write_locked (struct thin *t, const struct plan *pl, int r)
     r = -1;
     thin_space_add_clean (&t->space, s->p, s->n, false);
   }
+  t->reserve_writes += r == 0 && pl->from_reserve;
   return r;
 }
 
@@ -418,8 +419,8 @@ unmaps (const struct clear_args *a)
 /* The unmaps of a batch have their discard in the engine: the runs can
  * be freed by the commit that makes their records durable.
  */
-static void
-mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
+void
+thin_mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
 {
   size_t lo = 0, hi = t->nundurable;
 
@@ -443,14 +444,17 @@ struct unmapped {
 /* Unmap up to UNMAP_BATCH mapped runs of [*pos, l1), journaling each
  * (one hold of the lock: their records are numbered from *first_seq
  * on, one after another); fills batch and returns how many, or -1
- * (ENOMEM; nothing more).
+ * (ENOMEM; nothing more).  *keep: the runs join the reserve, with no
+ * discard (else each goes to the engine).
  */
 static int
 unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
-                    struct unmapped *batch, uint64_t *first_seq)
+                    struct unmapped *batch, uint64_t *first_seq, bool *keep)
 {
+  uint32_t type = thin_keeps_locked (t) ? THIN_REC_KEEP : THIN_REC_UNMAP;
   int k = 0;
 
+  *keep = type == THIN_REC_KEEP;
   while (*pos < l1 && k < UNMAP_BATCH) {
     uint64_t n, seq;
     uint32_t p;
@@ -462,11 +466,11 @@ unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
     if (thin_reserve_records_locked (t, 1) == -1 ||
         thin_map_remove (&t->map, *pos, n) == -1)
       return k > 0 ? k : -1;
-    seq = thin_append_record_locked (t, THIN_REC_UNMAP, *pos, n, p);
+    seq = thin_append_record_locked (t, type, *pos, n, p);
     if (k == 0)
       *first_seq = seq;
     t->undurable[t->nundurable++] = (struct thin_undurable) {
-      .seq = seq, .p = p, .n = (uint32_t) n,
+      .seq = seq, .p = p, .n = (uint32_t) n, .type = type, .recorded = *keep,
     };
     t->undurable_slots += n;
     batch[k++] = (struct unmapped) { p, (uint32_t) n };
@@ -487,19 +491,22 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
 
   while (pos < l1) {
     uint64_t first_seq = 0;
+    bool keep;
     int k;
 
     pthread_mutex_lock (&t->lock);
-    k = unmap_batch_locked (t, &pos, l1, batch, &first_seq);
+    k = unmap_batch_locked (t, &pos, l1, batch, &first_seq, &keep);
     pthread_mutex_unlock (&t->lock);
     if (k <= 0)
       return k;
+    if (keep)
+      continue;
     for (int i = 0; i < k; i++)
       if (engine_trim (t->e, phys_offset (t, batch[i].p),
                        (uint64_t) batch[i].n << t->shift, fua) == -1)
         r = -1;
     pthread_mutex_lock (&t->lock);
-    mark_recorded_locked (t, first_seq, first_seq + k - 1);
+    thin_mark_recorded_locked (t, first_seq, first_seq + k - 1);
     pthread_mutex_unlock (&t->lock);
     if (r == -1)
       return -1;
