@@ -14,6 +14,7 @@ include tests/service.mk
 include tests/state.mk
 include tests/pacing.mk
 include tests/stats.mk
+include tests/thin.mk
 include tests/fuzz.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk
