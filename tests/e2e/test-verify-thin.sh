@@ -6,9 +6,9 @@
 # checked, also after a restart from meta=; a reuse reserve of 1/128 of
 # the pool (reserve=256k) takes freed runs first and sends the largest
 # past it to the engine, whose pending discards the next writes cancel.
-# Run "full": 64k slots, which sub-slot trims rarely free, so the pool runs out: writes needing a new
-# slot fail with ENOSPC (the verifier then takes their blocks as
-# unknown) and nothing else may change.  The backends start full of
+# Run "full": 64k slots, which sub-slot trims rarely free, so the pool
+# runs out: writes needing a new slot fail with ENOSPC (the verifier then
+# takes their blocks as unknown) and nothing else may change.  The backends start full of
 # random bytes, as a used disk would: a new slot must still read as zeros
 # wherever it was not written.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
