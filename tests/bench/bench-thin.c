@@ -232,6 +232,10 @@ main (int argc, char *argv[])
   vcfg.slot = SLOT;
   vcfg.size = id.size;
   vcfg.meta = strdup (meta);
+  /* Freed runs go pending, as they did before the reuse reserve (which
+   * orders its runs in the same structure, struct thin_freed).
+   */
+  vcfg.reserve = 0;
   t0 = now ();
   v = volume_open (e, &vcfg);
   if (v == NULL)

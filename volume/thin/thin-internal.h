@@ -65,6 +65,8 @@ struct thin {
   unsigned next_tail;
   unsigned char *buf;               /* encoded records not on disk yet */
   size_t buflen, bufcap;
+  unsigned char *taken;             /* ... older ones a commit took (and */
+  size_t takenlen, takencap;        /* writes; left by a failed one) */
   uint64_t next_seq;                /* the next record's number */
   uint64_t durable_seq;             /* records up to this are on disk */
   uint64_t trims, trim_bytes;       /* as the client sent them */

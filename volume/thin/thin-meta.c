@@ -116,31 +116,41 @@ copy_run (const struct extent *x, void *opaque)
   return extmap_insert (c->to, x->offset, x->length, x->time) == -1 ? -1 : 0;
 }
 
+/* Undo the records of buf[0, len) on map to, newest first. */
+static int
+undo_records (struct extmap *to, const unsigned char *buf, size_t len)
+{
+  for (size_t off = len; off > 0; off -= THIN_RECORD_SIZE) {
+    struct thin_record r;
+    int err;
+
+    thin_record_decode (buf + off - THIN_RECORD_SIZE, &r);
+    if (r.type == THIN_REC_RELEASE)
+      continue;
+    err = r.type == THIN_REC_MAP
+          ? extmap_remove (to, r.logical, r.count, NULL)
+          : extmap_insert (to, r.logical, r.count, r.phys);
+    if (err == -1)
+      return -1;
+  }
+  return 0;
+}
+
 /* The durable map: a copy of the map with the buffered (not yet
- * durable) records undone, newest first.  Slots being set up are not in
- * the map yet.  Lock held; the caller holds commit_lock, so the buffer
- * is not being written.  O(runs) under the lock, once a checkpoint.
+ * durable) records undone, newest first: the buffer's, then those a
+ * failed commit left taken.  Slots being set up are not in the map yet.
+ * Lock held; the caller holds commit_lock, so no commit is writing.
+ * O(runs) under the lock, once a checkpoint.
  */
 static struct extmap *
 durable_map_locked (struct thin *t)
 {
   struct copy c = { .to = extmap_new_runs () };
 
-  if (c.to == NULL || extmap_iterate (t->map.runs, 0, copy_run, &c) != 0)
+  if (c.to == NULL || extmap_iterate (t->map.runs, 0, copy_run, &c) != 0 ||
+      undo_records (c.to, t->buf, t->buflen) == -1 ||
+      undo_records (c.to, t->taken, t->takenlen) == -1)
     goto nomem;
-  for (size_t off = t->buflen; off > 0; off -= THIN_RECORD_SIZE) {
-    struct thin_record r;
-    int err;
-
-    thin_record_decode (t->buf + off - THIN_RECORD_SIZE, &r);
-    if (r.type == THIN_REC_RELEASE)
-      continue;
-    err = r.type == THIN_REC_MAP
-          ? extmap_remove (c.to, r.logical, r.count, NULL)
-          : extmap_insert (c.to, r.logical, r.count, r.phys);
-    if (err == -1)
-      goto nomem;
-  }
   return c.to;
 
  nomem:
@@ -247,31 +257,65 @@ release_undurable_locked (struct thin *t, uint64_t upto)
   t->nundurable = kept;
 }
 
-/* A commit, commit_lock held (and released on return). */
+/* Take the buffered records for a commit: they move to the taken
+ * buffer, and the buffer goes on empty (the two swap: nothing is copied
+ * under the lock).  Records a failed commit left there stay in front,
+ * the new ones are appended to them (a copy only after a failure).
+ * Lock and commit_lock held.  0, or -1 (ENOMEM, reported; nothing
+ * moved).
+ */
+static int
+take_records_locked (struct thin *t)
+{
+  unsigned char *p;
+  size_t cap;
+
+  if (t->takenlen == 0) {
+    p = t->taken, cap = t->takencap;
+    t->taken = t->buf, t->takencap = t->bufcap, t->takenlen = t->buflen;
+    t->buf = p, t->bufcap = cap, t->buflen = 0;
+    return 0;
+  }
+  while (t->takenlen + t->buflen > t->takencap) {
+    p = grow_array (t->taken, &t->takencap, 1, 64 * THIN_RECORD_SIZE);
+    if (p == NULL) {
+      dc_error ("thin: out of memory committing the journal");
+      errno = ENOMEM;
+      return -1;
+    }
+    t->taken = p;
+  }
+  memcpy (t->taken + t->takenlen, t->buf, t->buflen);
+  t->takenlen += t->buflen;
+  t->buflen = 0;
+  return 0;
+}
+
+/* A commit, commit_lock held (and released on return).  The taken
+ * records are written without the lock (only a commit touches them, and
+ * a checkpoint, which also holds commit_lock); a failed commit leaves
+ * them taken, in front of the records appended since, for the next.
+ */
 static int
 commit_locked (struct thin *t, bool client_flush)
 {
-  CLEANUP_FREE unsigned char *records = NULL;
   uint64_t upto, limit = 0;
   bool over = false;
   size_t len;
   int r;
 
   pthread_mutex_lock (&t->lock);
-  len = t->buflen;
+  r = take_records_locked (t);
+  len = t->takenlen;
   upto = t->next_seq - 1;
-  if (len > 0 && (records = malloc (len)) != NULL)
-    memcpy (records, t->buf, len);
   pthread_mutex_unlock (&t->lock);
-  if (len > 0 && records == NULL) {
+  if (r == -1) {
     pthread_mutex_unlock (&t->commit_lock);
-    dc_error ("thin: out of memory committing the journal");
-    errno = ENOMEM;
     return -1;
   }
   r = client_flush ? engine_flush (t->e) : engine_flush_data (t->e);
   if (r == 0 && len > 0 &&
-      (pwrite_all (t->fd, records, len, t->journal_end) == -1 ||
+      (pwrite_all (t->fd, t->taken, len, t->journal_end) == -1 ||
        fdatasync (t->fd) == -1)) {
     dc_error ("meta=%s: cannot write the journal: %m", t->path);
     r = -1;
@@ -281,10 +325,7 @@ commit_locked (struct thin *t, bool client_flush)
 
     t->journal_end += len;
     pthread_mutex_lock (&t->lock);
-    if (len > 0) {
-      memmove (t->buf, t->buf + len, t->buflen - len);
-      t->buflen -= len;
-    }
+    t->takenlen = 0;
     t->durable_seq = upto;
     release_undurable_locked (t, upto);
     t->commits++;

@@ -92,7 +92,7 @@ thin_stats (struct volume *v, struct volume_stats *vst)
   st->free_clean_runs = sp.clean_runs;
   st->free_zero = sp.zero;
   st->map_bytes = thin_map_memory (&t->map);
-  st->memory_bytes = st->map_bytes + sp.memory + t->bufcap;
+  st->memory_bytes = st->map_bytes + sp.memory + t->bufcap + t->takencap;
   st->allocated = t->allocated;
   st->reused = t->reused;
   st->enospc = t->enospc;
@@ -245,6 +245,7 @@ thin_free (struct thin *t)
   pthread_mutex_destroy (&t->lock);
   free (t->undurable);
   free (t->buf);
+  free (t->taken);
   free (t->path);
   free (t);
 }

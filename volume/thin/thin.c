@@ -61,33 +61,56 @@ slot_range (const struct thin *t, uint64_t offset, uint64_t length,
   *l1 = ((offset + length - 1) >> t->shift) + 1;
 }
 
-/* Call fn for each run of [offset, offset+length): bytes [pos, to) on
- * mapped slots from physical slot p on (mapped), or on unmapped ones;
- * looked up under the lock, called without it, until fn fails.  The
- * caller's op keeps the runs from being unmapped meanwhile.
+/* A run of a request: bytes [pos, to) on mapped slots from physical
+ * slot p on (mapped), or on unmapped ones.
+ */
+struct run {
+  uint64_t pos, to;
+  bool mapped;
+  uint32_t p;
+};
+
+/* The run that starts at byte pos of [.., end).  Lock held. */
+static void
+lookup_run_locked (struct thin *t, uint64_t pos, uint64_t end,
+                   struct run *r)
+{
+  uint64_t l = pos >> t->shift, l1 = ((end - 1) >> t->shift) + 1, n;
+
+  r->p = 0;
+  r->mapped = thin_map_lookup (&t->map, l, l1 - l, &r->p, &n);
+  r->pos = pos;
+  r->to = MIN (end, (l + n) << t->shift);
+}
+
+/* Call fn for each run of [offset, offset+length), looked up under the
+ * lock, called without it, until fn fails; first, if not NULL, is the
+ * first run, looked up already (in the hold that began the op: a read
+ * within one run takes the lock twice, not three times).  The caller's
+ * op keeps the runs from being unmapped meanwhile.
  */
 typedef int (*run_fn) (struct thin *t, uint64_t pos, uint64_t to,
                        bool mapped, uint32_t p, void *arg);
 
 static int
 for_each_run (struct thin *t, uint64_t offset, uint64_t length, run_fn fn,
-              void *arg)
+              void *arg, const struct run *first)
 {
-  uint64_t end = offset + length, l0, l1, n;
+  uint64_t end = offset + length;
 
-  slot_range (t, offset, length, &l0, &l1);
   for (uint64_t pos = offset; pos < end; ) {
-    uint64_t l = pos >> t->shift, to;
-    uint32_t p = 0;
-    bool mapped;
+    struct run r;
 
-    pthread_mutex_lock (&t->lock);
-    mapped = thin_map_lookup (&t->map, l, l1 - l, &p, &n);
-    pthread_mutex_unlock (&t->lock);
-    to = MIN (end, (l + n) << t->shift);
-    if (fn (t, pos, to, mapped, p, arg) == -1)
+    if (first && pos == offset)
+      r = *first;
+    else {
+      pthread_mutex_lock (&t->lock);
+      lookup_run_locked (t, pos, end, &r);
+      pthread_mutex_unlock (&t->lock);
+    }
+    if (fn (t, pos, r.to, r.mapped, r.p, arg) == -1)
       return -1;
-    pos = to;
+    pos = r.to;
   }
   return 0;
 }
@@ -292,7 +315,7 @@ commit_needed_locked (struct thin *t, bool fua)
                              BUFFER_MAX));
 
   if ((fua && t->durable_seq + 1 < t->next_seq) ||
-      t->buflen >= MAX (BUFFER_WAIT_MIN, 2 * limit))
+      t->buflen + t->takenlen >= MAX (BUFFER_WAIT_MIN, 2 * limit))
     return COMMIT_NOW;
   return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
@@ -387,6 +410,7 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
   struct read_args a = { .buf = buf, .offset = offset };
   uint64_t l0, l1;
   struct thin_op op;
+  struct run first;
   int r;
 
   if (volume_check_range (v, offset, count, false) == -1)
@@ -394,8 +418,9 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
   slot_range (t, offset, count, &l0, &l1);
   pthread_mutex_lock (&t->lock);
   thin_op_begin_locked (t, &op, l0, l1, OP_IO);
+  lookup_run_locked (t, offset, offset + count, &first);
   pthread_mutex_unlock (&t->lock);
-  r = for_each_run (t, offset, count, read_run, &a);
+  r = for_each_run (t, offset, count, read_run, &a, &first);
   pthread_mutex_lock (&t->lock);
   thin_op_end_locked (t, &op);
   pthread_mutex_unlock (&t->lock);
@@ -535,7 +560,7 @@ static int
 clear_mapped (struct thin *t, uint64_t offset, uint64_t length,
               const struct clear_args *a)
 {
-  return for_each_run (t, offset, length, clear_run, (void *) a);
+  return for_each_run (t, offset, length, clear_run, (void *) a, NULL);
 }
 
 /* A whole slot is unmapped by a TRIM or a zero that may trim; the rest
@@ -650,5 +675,5 @@ thin_extents (struct volume *v, uint64_t offset, uint64_t length,
 
   if (volume_check_range (v, offset, length, false) == -1)
     return -1;
-  return for_each_run (thin_of (v), offset, length, extent_run, &a);
+  return for_each_run (thin_of (v), offset, length, extent_run, &a, NULL);
 }
