@@ -130,6 +130,28 @@ backend_lock (struct backend *b)
   return b->ops->lock ? b->ops->lock (b) : 0;
 }
 
+static int
+add_allocated (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
+{
+  uint64_t *allocated = opaque;
+
+  if (!(type & BACKEND_EXTENT_HOLE))
+    *allocated += length;
+  return 0;
+}
+
+int
+backend_allocated_bytes (struct backend *b, uint64_t offset, uint64_t length,
+                         uint64_t *allocated)
+{
+  *allocated = 0;
+  if (!b->limits.can_extents || b->ops->extents == NULL) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return b->ops->extents (b, offset, length, add_allocated, allocated);
+}
+
 void
 backend_close (struct backend *b)
 {

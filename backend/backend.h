@@ -66,9 +66,27 @@ struct backend_ops {
   int (*discard) (struct backend *b, uint64_t offset, uint64_t length,
                   bool fua);
   int (*flush) (struct backend *b);
-  /* Optional (NULL when !can_extents): describe [offset, offset+length). */
+  /* Optional (NULL when !can_extents): describe [offset, offset+length).
+   * BACKEND_EXTENT_HOLE must mean deallocated: proof of effect
+   * (backend_allocated_bytes) takes what is not a hole for space a
+   * discard left allocated.  file: SEEK_DATA/SEEK_HOLE; nbd: block status
+   * base:allocation where the server offers it; blkdev: none (nothing
+   * reliable says what a device freed).  A new backend gives proof of
+   * effect by implementing this (RBD: rbd_diff_iterate2 over the range,
+   * whole_object false: what it does not report is a hole).
+   */
   int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
                   backend_extent_fn fn, void *opaque);
+  /* Optional: the store's free space and total size in bytes, for
+   * low-water= (cache/pressure.c), read on the flusher's schedule, never
+   * on the data path.  A file: statvfs of the file system holding it.
+   * Not offered where nothing tells: a block device (the kernel reports
+   * no free space, and a dm-thin LV's pool usage is only in the pool's
+   * dmsetup status) and an NBD server (the protocol has no such query).
+   * RBD (backend/rbd.c): the pool's free space from librados
+   * (rados_ioctx_pool_stat / rados_cluster_stat) goes here.
+   */
+  int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);
   /* Optional: lock the store against other servers (backend_lock). */
   int (*lock) (struct backend *b);
   void (*close) (struct backend *b);
@@ -98,6 +116,14 @@ extern struct backend *backend_open (const char *spec, bool read_only);
  * naming its pid when /proc shows it).
  */
 extern int backend_lock (struct backend *b);
+
+/* Proof of effect: how many bytes of [offset, offset+length) the store
+ * still holds allocated, from extents().  -1 with errno EOPNOTSUPP,
+ * silently, when the backend cannot tell (no extents); other errors
+ * are reported.
+ */
+extern int backend_allocated_bytes (struct backend *b, uint64_t offset,
+                                    uint64_t length, uint64_t *allocated);
 
 /* Close the backend (NULL is allowed). */
 extern void backend_close (struct backend *b);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -197,6 +198,23 @@ file_lock (struct backend *b)
   return backend_lock_fd (b, ((struct fd_backend *) b)->fd);
 }
 
+/* The space left to unprivileged writers on the file system holding
+ * the file (what its writes can still take).
+ */
+static int
+file_free_space (struct backend *b, uint64_t *free, uint64_t *total)
+{
+  struct statvfs sv;
+
+  if (fstatvfs (((struct fd_backend *) b)->fd, &sv) == -1) {
+    dc_error ("backend %s: fstatvfs: %m", b->identity.name);
+    return -1;
+  }
+  *free = (uint64_t) sv.f_bavail * sv.f_frsize;
+  *total = (uint64_t) sv.f_blocks * sv.f_frsize;
+  return 0;
+}
+
 static const struct backend_ops file_ops = {
   .kind = "file",
   .pread = fd_backend_pread,
@@ -205,6 +223,7 @@ static const struct backend_ops file_ops = {
   .discard = file_discard,
   .flush = fd_backend_flush,
   .extents = file_extents,
+  .free_space = file_free_space,
   .lock = file_lock,
   .close = fd_backend_close,
 };

@@ -182,3 +182,10 @@ clean_iterate (const struct clean_map *c, extmap_visit_fn fn, void *opaque)
 {
   return c->map ? extmap_iterate (c->map, 0, fn, opaque) : 0;
 }
+
+void
+clean_set_observer (struct clean_map *c, extmap_observer_fn fn, void *opaque)
+{
+  if (c->map)
+    extmap_set_observer (c->map, fn, opaque);
+}

@@ -42,6 +42,7 @@ extern int clean_init (struct clean_map *c, uint64_t max_extents,
 /* Free the map (c itself is the caller's).  Safe after a failed init. */
 extern void clean_free (struct clean_map *c) __attribute__ ((nonnull (1)));
 
+/* Whether the map is kept (max-clean-extents is not off). */
 extern bool clean_enabled (const struct clean_map *c)
   __attribute__ ((nonnull (1)));
 
@@ -84,6 +85,11 @@ extern uint64_t clean_extents (const struct clean_map *c)
 extern uint64_t clean_bytes (const struct clean_map *c)
   __attribute__ ((nonnull (1)));
 extern uint64_t clean_memory (const struct clean_map *c)
+  __attribute__ ((nonnull (1)));
+
+/* Report every change of the map to fn (the journal; extmap.h). */
+extern void clean_set_observer (struct clean_map *c, extmap_observer_fn fn,
+                                void *opaque)
   __attribute__ ((nonnull (1)));
 
 /* Call fn for each clean extent in address order (the state file). */

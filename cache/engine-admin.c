@@ -28,7 +28,10 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
   int r = 0;
 
   engine_lock_acquire (e);
-  while (!e->forwarding_disabled &&
+  /* Invariant 11: a client's FLUSH does not override an open breaker;
+   * what is pending stays so (a discard is a hint, the flush succeeds).
+   */
+  while (!e->forwarding_disabled && !breaker_holds (&e->breaker) &&
          engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
     if (engine_forward_drops_lock (e, offset, length, time, false,
                                    true) == -1) {
@@ -65,6 +68,8 @@ engine_pause (struct engine *e, bool paused)
 {
   engine_lock_acquire (e);
   e->paused = paused;
+  if (!paused)
+    breaker_close (&e->breaker);
   pthread_cond_broadcast (&e->wakeup);
   engine_lock_release (e);
 }
@@ -135,7 +140,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->memory_bytes = extmap_memory (e->map);
   st->discard_supported = !e->forwarding_disabled;
   st->paused = e->paused;
-  st->granularity = e->granularity;
+  st->granularity = e->fwd_granularity;
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
   st->clean_extents = clean_extents (&e->clean);
@@ -144,5 +149,8 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->clean_forgotten_bytes = e->clean.forgotten_bytes;
   st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
+  engine_protection_stats_locked (e, st);
+  engine_pressure_stats_locked (e, st);
+  engine_journal_stats (e, st);
   engine_lock_release (e);
 }

@@ -38,6 +38,12 @@ engine_config_init (struct engine_config *cfg)
     .max_extents = 1024 * 1024,
     .max_clean_extents = 1024 * 1024,
     .on_full = ON_FULL_FORWARD,
+    .journal = true,
+    .breaker = {
+      .errors = 5, .latency_ms = 5000, .window_ms = 30000, .backoff_ms = 1000,
+    },
+    .proof_ppm = ENGINE_DEFAULT_PROOF_PPM,
+    .proof_bytes = 1024 * 1024,
   };
 }
 
@@ -58,48 +64,6 @@ engine_config_copy (struct engine_config *dst, const struct engine_config *src)
     errno = ENOMEM;
     return -1;
   }
-  return 0;
-}
-
-static int
-set_auto_or_power_of_2 (const char *key, const char *value, uint64_t *out)
-{
-  uint64_t n;
-
-  if (strcmp (value, "auto") == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (parse_size (key, value, &n) == -1)
-    return -1;
-  if (!is_power_of_2 (n)) {
-    dc_error ("%s=%s: invalid value: expected auto or a power of two such as 4096 or 64k",
-              key, value);
-    errno = EINVAL;
-    return -1;
-  }
-  *out = n;
-  return 0;
-}
-
-static int
-set_max_discard (const char *key, const char *value, uint64_t *out)
-{
-  uint64_t n;
-
-  if (strcmp (value, "auto") == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (parse_size (key, value, &n) == -1)
-    return -1;
-  if (n < 512) {
-    dc_error ("%s=%s: invalid value: expected auto or a size of at least 512 bytes",
-              key, value);
-    errno = EINVAL;
-    return -1;
-  }
-  *out = n;
   return 0;
 }
 
@@ -167,6 +131,130 @@ set_on_full (const char *key, const char *value, enum on_full_policy *out)
   return 0;
 }
 
+/* low-water=: off, a percentage (fractions allowed, under 100) of the
+ * backend's store, or a size.
+ */
+#define LOW_WATER_FORMS "off, a percentage of the backend's store such " \
+  "as 10% or 2.5% (under 100%), or " PARSE_SIZE_FORMS
+
+static int
+set_low_water (const char *key, const char *value, struct engine_config *cfg)
+{
+  size_t len = strlen (value);
+  uint64_t bytes;
+
+  if (strcmp (value, "off") == 0 || strcmp (value, "0") == 0) {
+    cfg->low_water_ppm = cfg->low_water_bytes = 0;
+    return 0;
+  }
+  if (len > 1 && value[len - 1] == '%') {
+    char *end;
+    double pct = strtod (value, &end);
+
+    if (end != value + len - 1 || !(pct > 0 && pct < 100) ||
+        !isdigit ((unsigned char) value[0])) {
+      dc_error ("%s=%s: invalid value: expected %s", key, value,
+                LOW_WATER_FORMS);
+      errno = EINVAL;
+      return -1;
+    }
+    cfg->low_water_ppm = (uint64_t) (pct * 10000 + 0.5);
+    cfg->low_water_bytes = 0;
+    if (cfg->low_water_ppm == 0)
+      cfg->low_water_ppm = 1;
+    return 0;
+  }
+  if (parse_size (key, value, &bytes) == -1)
+    return -1;
+  cfg->low_water_bytes = bytes;
+  cfg->low_water_ppm = 0;
+  return 0;
+}
+
+/* off (0) or a count: breaker-errors=. */
+static int
+set_off_or_count (const char *key, const char *value, uint64_t *out)
+{
+  if (strcmp (value, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  return parse_count (key, value, UINT32_MAX, out);
+}
+
+/* off (0) or a duration: breaker-latency=. */
+static int
+set_off_or_duration (const char *key, const char *value, uint64_t *out)
+{
+  if (strcmp (value, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (!isdigit ((unsigned char) value[0])) {
+    dc_error ("%s=%s: invalid value: expected off, or %s", key, value,
+              PARSE_DURATION_FORMS);
+    errno = EINVAL;
+    return -1;
+  }
+  return parse_duration_ms (key, value, out);
+}
+
+/* A duration of at least 1 ms: breaker-window=, breaker-backoff=. */
+static int
+set_positive_duration (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t ms;
+
+  if (parse_duration_ms (key, value, &ms) == -1)
+    return -1;
+  if (ms == 0) {
+    dc_error ("%s=%s: invalid value: expected a duration above 0, %s",
+              key, value, PARSE_DURATION_FORMS);
+    errno = EINVAL;
+    return -1;
+  }
+  *out = ms;
+  return 0;
+}
+
+#define PROOF_FORMS "off, or a percentage from 0% to 100% with up to four " \
+  "decimals, e.g. 1% or 0.5%"
+
+/* proof=off|PERCENT, kept in parts per million. */
+static int
+set_proof (const char *key, const char *value, uint64_t *out)
+{
+  uint64_t whole = 0, frac = 0, scale = 10000;
+  const char *p = value;
+
+  if (strcmp (value, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (!isdigit ((unsigned char) *p))
+    goto bad;
+  while (isdigit ((unsigned char) *p) && whole <= 100)
+    whole = whole * 10 + (uint64_t) (*p++ - '0');
+  if (*p == '.') {
+    p++;
+    if (!isdigit ((unsigned char) *p))
+      goto bad;
+    while (isdigit ((unsigned char) *p) && scale > 1) {
+      scale /= 10;
+      frac += (uint64_t) (*p++ - '0') * scale;
+    }
+  }
+  if (strcmp (p, "%") != 0 || whole * 10000 + frac > 1000000)
+    goto bad;
+  *out = whole * 10000 + frac;
+  return 0;
+
+ bad:
+  dc_error ("%s=%s: invalid value: expected %s", key, value, PROOF_FORMS);
+  errno = EINVAL;
+  return -1;
+}
+
 int
 engine_config_set (struct engine_config *cfg, const char *key,
                    const char *value)
@@ -176,9 +264,13 @@ engine_config_set (struct engine_config *cfg, const char *key,
   if (strcmp (key, "minlen") == 0)
     return parse_size (key, value, &cfg->minlen);
   if (strcmp (key, "granularity") == 0)
-    return set_auto_or_power_of_2 (key, value, &cfg->granularity);
+    return parse_auto_size (key, value, "auto or a power of two such as "
+                            "4096 or 64k", 1, UINT64_MAX, true,
+                            &cfg->granularity);
   if (strcmp (key, "max-discard") == 0)
-    return set_max_discard (key, value, &cfg->max_discard);
+    return parse_auto_size (key, value, "auto or a size of at least 512 "
+                            "bytes", 512, UINT64_MAX, false,
+                            &cfg->max_discard);
   if (strcmp (key, "idle") == 0)
     return parse_duration_ms (key, value, &cfg->idle_ms);
   if (strcmp (key, "rate") == 0)
@@ -195,6 +287,26 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_bool (key, value, &cfg->flush_discards);
   if (strcmp (key, "passthrough") == 0)
     return parse_bool (key, value, &cfg->passthrough);
+  if (strcmp (key, "low-water") == 0)
+    return set_low_water (key, value, cfg);
+  if (strcmp (key, "journal") == 0)
+    return parse_bool (key, value, &cfg->journal);
+  if (strcmp (key, "breaker-errors") == 0)
+    return set_off_or_count (key, value, &cfg->breaker.errors);
+  if (strcmp (key, "breaker-latency") == 0)
+    return set_off_or_duration (key, value, &cfg->breaker.latency_ms);
+  if (strcmp (key, "breaker-window") == 0)
+    return set_positive_duration (key, value, &cfg->breaker.window_ms);
+  if (strcmp (key, "breaker-backoff") == 0)
+    return set_positive_duration (key, value, &cfg->breaker.backoff_ms);
+  if (strcmp (key, "window") == 0)
+    return window_parse (key, value, &cfg->windows);
+  if (strcmp (key, "proof") == 0)
+    return set_proof (key, value, &cfg->proof_ppm);
+  if (strcmp (key, "proof-bytes") == 0)
+    return parse_size (key, value, &cfg->proof_bytes);
+  if (strcmp (key, "proof-adapt") == 0)
+    return parse_bool (key, value, &cfg->proof_adapt);
   if (strcmp (key, "state") == 0)
     return parse_path (key, value, "the path of a file, e.g. /var/lib/dc.state",
                        &cfg->state);

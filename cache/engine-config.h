@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "breaker.h"
+#include "window.h"
+
 enum on_full_policy {
   ON_FULL_FORWARD,             /* forward the oldest pending extents */
   ON_FULL_DROP,                /* drop the oldest, counted */
@@ -27,8 +30,23 @@ struct engine_config {
   enum on_full_policy on_full;
   bool flush_discards;         /* client FLUSH forwards pending discards first */
   bool passthrough;            /* forward every trim at once (baseline) */
+  bool journal;                /* with state: keep the sets across a crash */
+  /* low-water=: below this much free space on the backend, forward all
+   * at once (cache/pressure.c).  Parts per million of the backend's
+   * store, or bytes; both 0: off.
+   */
+  uint64_t low_water_ppm;
+  uint64_t low_water_bytes;
   char *state;                 /* state file path (owned); NULL: none */
+  struct breaker_config breaker; /* breaker-errors, -latency, -window, -backoff */
+  struct window_set windows;   /* window=: none, forward at any time */
+  uint64_t proof_ppm;          /* proof=: share of discards checked, per million */
+  uint64_t proof_bytes;        /* proof-bytes=: at most this much of one checked */
+  bool proof_adapt;            /* proof-adapt=: raise the granularity if ineffective */
 };
+
+/* proof='s default: 1% of the forwarded discards are checked. */
+#define ENGINE_DEFAULT_PROOF_PPM 10000
 
 /* budget='s default: pacing is on unless budget=off.  2 ms: in the
  * pacing benchmark (docs/benchmarks-pacing.md) it keeps the client p99

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "breaker.h"
 #include "clean.h"
 #include "engine-config.h"
 #include "engine-test.h"
@@ -21,6 +22,7 @@
 #include "extmap.h"
 #include "lock.h"
 #include "pacing.h"
+#include "proof.h"
 
 /* The engine lock, for clang's analysis (common/lock.h): one capability
  * stands for e->lock of every engine.  The rules it checks
@@ -67,11 +69,35 @@ struct engine {
   uint64_t backoff_ms GUARDED_BY (engine_lock); /* after a transient error */
   uint64_t retry_at_ms GUARDED_BY (engine_lock);
   uint64_t next_slot_ns GUARDED_BY (engine_lock); /* rate: earliest next */
+  /* Invariant 11: what holds or checks forwarding (breaker.h, proof.h,
+   * window.h); space pressure (pressure below) lets the flusher forward
+   * outside the windows.
+   */
+  struct breaker breaker GUARDED_BY (engine_lock);
+  struct proof proof GUARDED_BY (engine_lock);
+  /* The granularity forwarding aligns to: granularity, or more once
+   * proof-adapt has raised it.
+   */
+  uint64_t fwd_granularity GUARDED_BY (engine_lock);
   /* Counters only; the rest is derived. */
   struct engine_stats stats GUARDED_BY (engine_lock);
   uint64_t flush_requested GUARDED_BY (engine_lock); /* flush tickets issued */
   uint64_t flush_completed GUARDED_BY (engine_lock); /* ... and finished */
   int flush_errno GUARDED_BY (engine_lock); /* why the last one stopped early */
+
+  /* Space pressure (pressure.c): the last look at the backend's free
+   * space, and whether it is below low-water= (or set by
+   * engine_set_pressure).
+   */
+  bool pressure GUARDED_BY (engine_lock);
+  uint64_t pressure_look_ns GUARDED_BY (engine_lock); /* next look */
+  uint64_t backend_free GUARDED_BY (engine_lock);
+  uint64_t backend_total GUARDED_BY (engine_lock);
+  uint64_t pressure_entered GUARDED_BY (engine_lock);
+  uint64_t pressure_forwarded_bytes GUARDED_BY (engine_lock);
+
+  /* The journal of the pending set (journal-file.c), NULL when off. */
+  struct engine_journal *journal;
 
   /* The thread that starts and stops the engine (the service's) alone. */
   bool thread_running;
@@ -173,6 +199,56 @@ extern int engine_forward_drops_lock (struct engine *e, uint64_t offset,
                                       bool fua, bool keep_on_error)
   REQUIRES (engine_lock);
 
+/* The same as a probe of the open circuit breaker (breaker_probe_begin
+ * first): its outcome alone may close the breaker.  keep_on_error.
+ */
+extern int engine_probe_drops_lock (struct engine *e, uint64_t offset,
+                                    uint64_t length, uint32_t time)
+  REQUIRES (engine_lock);
+
+/* Invariant 11, the engine's side of the breaker, the windows and
+ * proof (protect.c).  At open: the breaker closed, proof set up (off
+ * where the backend cannot tell, or without the known-clean map).
+ */
+extern void engine_protection_init_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* An explicit flush or the stop: an open breaker probes now. */
+extern void engine_breaker_probe_now_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* The clock ms before which the breaker lets nothing go (0: closed). */
+extern uint64_t engine_breaker_wait_ms_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* The largest range to pick for the next discard: one chunk, or the
+ * probe's size (1 MiB, whole granules) while the breaker holds.
+ */
+extern uint64_t engine_pick_limit_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* Forward a picked range, as the probe while the breaker holds. */
+extern int engine_send_or_probe_drops_lock (struct engine *e, uint64_t offset,
+                                            uint64_t length, uint32_t time)
+  REQUIRES (engine_lock);
+
+/* When windows let the flusher forward: now_ns if one is open (or under
+ * pressure, or there are none), else when the next opens.
+ */
+extern uint64_t engine_window_at_ns_locked (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock);
+
+/* Fill the breaker's, the windows' and proof's statistics. */
+extern void engine_protection_stats_locked (struct engine *e,
+                                            struct engine_stats *st)
+  REQUIRES (engine_lock);
+
+/* Proof of effect: check one queued sample (proof.c), lock dropped
+ * around the backend's answer.  Flusher thread only.
+ */
+extern void engine_proof_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock);
+
 /* Pick the next range to forward: the largest pending extent queued at
  * or before cutoff, at least minlen long and holding a whole granule,
  * aligned inward and limited to one chunk, removed from the map.  Lock
@@ -225,6 +301,25 @@ extern void engine_pace_stats_locked (struct engine *e,
                                       struct engine_stats *st)
   REQUIRES (engine_lock);
 
+/* low-water= (pressure.c).  At open: refuse the key where the backend
+ * cannot tell its free space.  0, or -1 reported.
+ */
+extern int engine_pressure_check (struct engine *e);
+/* A turn of the flusher under space pressure: look at the backend's
+ * free space when due (the lock dropped around it), and while it is
+ * below low water forward one range whatever its age, the idle time or
+ * the budget say.  The time of the next turn, or 0 when not under
+ * pressure (or nothing is left to forward): the flusher goes on as
+ * usual.
+ */
+extern uint64_t engine_pressure_turn_drops_lock (struct engine *e,
+                                                 uint64_t now_ns)
+  REQUIRES (engine_lock);
+/* The pressure part of the statistics. */
+extern void engine_pressure_stats_locked (struct engine *e,
+                                          struct engine_stats *st)
+  REQUIRES (engine_lock);
+
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);
 
@@ -237,5 +332,60 @@ extern int engine_state_load (struct engine *e);
 
 /* Write the pending extents to the state file atomically.  0 or -1. */
 extern int engine_state_save (struct engine *e);
+
+/* The state file's parts, for the journal (journal-file.c). */
+struct state_identity;
+struct state_header;
+/* Who the backend is now. */
+extern void engine_state_identity (const struct engine *e,
+                                   struct state_identity *id);
+/* Both maps as a state file image (*image NULL when both are empty);
+ * stamp_mtime false writes a file modification time of 0 (unknown).
+ */
+extern int engine_state_encode_locked (struct engine *e, bool stamp_mtime,
+                                       void **image, size_t *len)
+  REQUIRES (engine_lock);
+/* Write image to path atomically (path.tmp, fsync, rename, fsync the
+ * directory).  0, or -1 reported.
+ */
+extern int engine_state_write (const char *path, const void *image,
+                               size_t len);
+/* Read path whole: 1, 0 when it does not exist, -1 reported. */
+extern int engine_state_read (const char *path, unsigned char **buf,
+                              size_t *len);
+/* Rename a refused file to path.rejected (said why).  0 or -1. */
+extern int engine_state_reject (const char *path, const char *why);
+/* Apply a checked image's extents to the maps, counted as loaded. */
+extern void engine_state_apply_locked (struct engine *e, const void *image,
+                                       const struct state_header *h)
+  REQUIRES (engine_lock);
+
+/* The journal of the pending set (journal-file.c, invariant 10).  With
+ * journal=on and state=FILE on a writable backend, it replaces the
+ * load: the checkpoint (the state file) and the journal beside it are
+ * replayed, a fresh checkpoint is written, and from then on every
+ * change to the pending and known-clean maps is recorded as the maps'
+ * observer sees it.  engine_journal_commit makes every change recorded
+ * so far durable (a client's FLUSH, a FUA write); _begin starts that
+ * on the journal's thread so that the caller's backend flush runs
+ * beside it, and _wait waits for it.
+ */
+extern bool engine_journal_wanted (const struct engine *e);
+extern int engine_journal_load (struct engine *e);
+/* journal=off: if a journal is there (a start with journal=on crashed),
+ * load state file and journal as with it, then remove both.  1 if it
+ * did, 0 if there was no journal, -1 (reported) when it failed.
+ */
+extern int engine_journal_load_left (struct engine *e);
+extern int engine_journal_start (struct engine *e);
+extern uint64_t engine_journal_begin (struct engine *e);
+extern int engine_journal_wait (struct engine *e, uint64_t ticket);
+/* At a clean stop: after the state file is saved, the journal goes;
+ * if it was not saved, the journal is committed as it stands.
+ */
+extern void engine_journal_stop (struct engine *e, bool state_saved);
+extern void engine_journal_free (struct engine *e);
+/* The journal's counters, into st (lock not needed). */
+extern void engine_journal_stats (struct engine *e, struct engine_stats *st);
 
 #endif /* DISCARDCACHE_ENGINE_INTERNAL_H */

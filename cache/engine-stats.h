@@ -75,6 +75,9 @@ pace_mode_name (enum pace_mode m)
   X (U64, dropped_error_bytes, COUNTER, "dropped_bytes_total",               \
      "reason=\"error\"", 1,                                                  \
      "Pending bytes given up: failed to forward at the bound.")              \
+  X (U64, dropped_breaker_bytes, COUNTER, "dropped_bytes_total", "reason=\"breaker\"", 1,\
+     "Pending bytes given up: at max-extents while the circuit "             \
+     "breaker was open.")                                                    \
   X (U64, pending_extents, GAUGE, "pending_extents", NULL, 1,                \
      "Pending discard extents.")                                             \
   X (U64, pending_bytes, GAUGE, "pending_bytes", NULL, 1,                    \
@@ -183,6 +186,69 @@ pace_mode_name (enum pace_mode m)
      "Time to forward the pending bytes at the current pace.")               \
   X (U64, forced_by_memory, COUNTER, "forced_by_memory_total", NULL, 1,      \
      "Discards forwarded past the budget near max-extents.")                 \
+  X (U64, journal_on, GAUGE, "journal_on", NULL, 1,                          \
+     "1 while the pending set's journal records changes "                    \
+     "(journal=).")                                                          \
+  X (U64, journal_records, COUNTER, "journal_records_total", NULL, 1,        \
+     "Changes to the pending and known-clean sets recorded in the "          \
+     "journal.")                                                             \
+  X (U64, journal_commits, COUNTER, "journal_commits_total", NULL, 1,        \
+     "Journal syncs (FLUSHes and FUA writes share them).")                   \
+  X (U64, journal_checkpoints, COUNTER, "journal_checkpoints_total", NULL, 1,\
+     "State files written as the journal's checkpoint while "                \
+     "serving.")                                                             \
+  X (U64, journal_bytes, GAUGE, "journal_bytes", NULL, 1,                    \
+     "Bytes of records in the journal file now.")                            \
+  X (U64, journal_replayed_records, GAUGE, "journal_replayed_records", NULL, 1,\
+     "Journal records replayed at this start.")                              \
+  X (U64, journal_clean_unverified_bytes, GAUGE, "journal_clean_unverified_bytes", NULL, 1,\
+     "Known-clean bytes at the crash that the backend no longer "            \
+     "reports as holes.")                                                    \
+  X (U64, low_water_bytes, GAUGE, "low_water_bytes", NULL, 1,                \
+     "Backend free space below which everything forwardable goes "           \
+     "at once (0: off).")                                                    \
+  X (U64, backend_free_bytes, GAUGE, "backend_free_bytes", NULL, 1,          \
+     "Backend free space at the last look (low-water=).")                    \
+  X (U64, pressure, GAUGE, "pressure", NULL, 1,                              \
+     "1 while the backend's free space is below low-water=.")                \
+  X (U64, pressure_entered, COUNTER, "pressure_entered_total", NULL, 1,      \
+     "Times the backend's free space went below low-water=.")                \
+  X (U64, pressure_forwarded_bytes, COUNTER, "pressure_forwarded_bytes_total", NULL, 1,\
+     "Bytes forwarded at once because of space pressure.")                   \
+  X (STR, breaker_state, STATE, "breaker_state", "state", 1,                 \
+     "The circuit breaker's state: closed, open or probing.")                \
+  X (STR, breaker_reason, STATE, "breaker_reason", "reason", 1,              \
+     "Why the circuit breaker last opened: none, errors or latency.")        \
+  X (U64, breaker_next_probe_ms, GAUGE, "breaker_next_probe_seconds", NULL, STATS_MS,\
+     "Time until the open circuit breaker's next probe (0 unless "           \
+     "open).")                                                               \
+  X (U64, breaker_opened, COUNTER, "breaker_opened_total", NULL, 1,          \
+     "Times the circuit breaker opened.")                                    \
+  X (U64, breaker_probes, COUNTER, "breaker_probes_total", NULL, 1,          \
+     "Probe discards sent while the breaker was open.")                      \
+  X (U64, breaker_errors, GAUGE, "breaker_consecutive_errors", NULL, 1,      \
+     "Consecutive discard errors now.")                                      \
+  X (BOOL, window_open, GAUGE, "window_open", NULL, 1,                       \
+     "1 while forwarding windows let the flusher forward (or there "         \
+     "are none).")                                                           \
+  X (U64, window_wait_ms, GAUGE, "window_wait_seconds", NULL, STATS_MS,      \
+     "Time until a forwarding window opens (0 while one is open).")          \
+  X (BOOL, proof_supported, GAUGE, "proof_supported", NULL, 1,               \
+     "1 where the backend can say what a discard freed.")                    \
+  X (U64, proof_sample_ppm, NONE, NULL, NULL, 1,                             \
+     "proof=: the share of discards checked, per million.")                  \
+  X (U64, proof_checks, COUNTER, "proof_checks_total", NULL, 1,              \
+     "Forwarded discards checked for freed space.")                          \
+  X (U64, proof_checked_bytes, COUNTER, "proof_checked_bytes_total", NULL, 1,\
+     "Bytes of forwarded discards checked for freed space.")                 \
+  X (U64, proof_ineffective_bytes, COUNTER, "proof_ineffective_bytes_total", NULL, 1,\
+     "Checked bytes the backend still held allocated after "                 \
+     "acknowledging their discard.")                                         \
+  X (U64, proof_skipped, COUNTER, "proof_skipped_total", NULL, 1,            \
+     "Samples not checked (written since, queue full, backend "              \
+     "error).")                                                              \
+  X (U64, proof_adapted, COUNTER, "proof_adapted_total", NULL, 1,            \
+     "Times proof-adapt raised the forwarding granularity.")                 \
   X (INT, last_error, GAUGE, "last_error", NULL, 1,                          \
      "errno of the last failed discard, 0 if none.")                         \
   X (BOOL, discard_supported, GAUGE, "discard_supported", NULL, 1,           \

@@ -132,7 +132,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     dc_error ("engine: out of memory");
     goto err;
   }
-  if (resolve_limits (e) == -1 ||
+  if (resolve_limits (e) == -1 || engine_pressure_check (e) == -1 ||
       clean_init (&e->clean, engine_keys (e)->passthrough ? 0
                              : engine_keys (e)->max_clean_extents,
                   e->granularity) == -1 ||
@@ -146,7 +146,9 @@ engine_open (const struct engine_config *cfg, struct backend *b)
    */
   extmap_set_granularity (e->map, e->granularity);
   extmap_set_minlen (e->map, e->cfg.minlen);
+  e->fwd_granularity = e->granularity;
   e->forwarding_disabled = !b->limits.can_discard;
+  engine_protection_init_locked (e);
   e->epoch_ms = engine_now_ms (e);
   atomic_init (&e->active_requests, 0);
   atomic_init (&e->last_request_ms, e->epoch_ms);
@@ -165,6 +167,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   return e;
 
  err_sync:
+  engine_journal_free (e);
   pthread_cond_destroy (&e->flushed);
   pthread_cond_destroy (&e->wakeup);
   pthread_cond_destroy (&e->inflight_done);
@@ -195,7 +198,7 @@ engine_start (struct engine *e)
     return -1;
   }
   e->thread_running = true;
-  return 0;
+  return engine_journal_start (e);
 }
 
 /* What the stop left pending, said once and truthfully: saved only
@@ -233,14 +236,20 @@ forward_all_drops_lock (struct engine *e, uint64_t deadline)
   uint64_t now, offset, length;
   uint32_t time;
 
+  /* The stop is asked for, as a flush is: an open breaker probes now. */
+  engine_breaker_probe_now_locked (e);
   while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
-    if (now < e->retry_at_ms) {
-      engine_sleep_drops_lock (e, MIN (e->retry_at_ms, deadline) - now);
+    uint64_t wait_until = MAX (e->retry_at_ms, engine_breaker_wait_ms_locked (e));
+
+    if (now < wait_until) {
+      engine_sleep_drops_lock (e, MIN (wait_until, deadline) - now);
       continue;
     }
-    if (!engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time))
+    if (!engine_pick_max_locked (e, UINT32_MAX, 0,
+                                 engine_pick_limit_locked (e),
+                                 &offset, &length, &time))
       break;
-    engine_forward_drops_lock (e, offset, length, time, false, true);
+    engine_send_or_probe_drops_lock (e, offset, length, time);
   }
 }
 
@@ -280,6 +289,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
     forward_all_drops_lock (e, deadline);
     engine_lock_release (e);
   }
+  engine_journal_stop (e, e->state_saved);
   log_leftovers (e);
 }
 
@@ -293,6 +303,7 @@ engine_close (struct engine *e)
    */
   if (!e->stopped && (e->thread_running || engine_keys (e)->state))
     engine_stop (e, 0);
+  engine_journal_free (e);
   backend_close (e->backend);
   extmap_free (e->map);
   clean_free (&e->clean);
@@ -532,13 +543,18 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
 {
   struct request rq;
+  uint64_t ticket;
   int r;
 
   if (check_range (e, offset, count, true) == -1)
     return -1;
   request_begin (e, &rq);
   cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
+  ticket = fua ? engine_journal_begin (e) : 0;
   r = e->backend->ops->pwrite (e->backend, buf, count, offset, fua);
+  /* Invariant 10: a FUA write is durable, and so is its cancel. */
+  if (r == 0 && fua)
+    r = engine_journal_wait (e, ticket);
   request_end (e, &rq);
   return r;
 }
@@ -567,6 +583,8 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     clean_discarded (&e->clean, offset, length);
     engine_lock_release (e);
   }
+  if (r == 0 && fua)
+    r = engine_journal_wait (e, engine_journal_begin (e));
   request_end (e, &rq);
   return r;
 }
@@ -591,7 +609,17 @@ engine_enforce_bound_drops_lock (struct engine *e)
       e->stats.dropped_full_bytes += x.length;
       continue;
     }
-    if (!policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen))
+    /* Invariant 11: an open breaker is not overridden by the bound; the
+     * oldest extent goes, counted (docs/design-notes.md says why).
+     */
+    if (breaker_holds (&e->breaker)) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += x.length;
+      e->stats.dropped_breaker_bytes += x.length;
+      continue;
+    }
+    if (!policy_aligned_part (x.offset, x.length, e->fwd_granularity,
+                              &aoff, &alen))
       alen = 0;
     if (alen < x.length) {
       e->stats.dropped++;
@@ -634,6 +662,12 @@ record_range_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
   size_t before = extmap_count (e->map);
 
   if (extmap_insert (e->map, offset, length, engine_ticks_locked (e)) == -1) {
+    if (breaker_holds (&e->breaker)) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += length;
+      e->stats.dropped_nomem_bytes += length;
+      return;
+    }
     /* No memory to remember it: send it now rather than forget it. */
     engine_forward_drops_lock (e, offset, length, engine_ticks_locked (e),
                                false, false);
@@ -688,7 +722,11 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
     e->stats.dropped_unsupported_bytes += length;
     engine_lock_release (e);
   }
-  else if (fua || engine_keys (e)->passthrough) {
+  /* Invariant 11: while the breaker is open a FUA trim waits with the
+   * others (its old content is one a trimmed range may read as).
+   */
+  else if (engine_keys (e)->passthrough ||
+           (fua && !breaker_holds (&e->breaker))) {
     engine_lock_release (e);
     r = trim_now (e, offset, length, fua);
   }
@@ -700,15 +738,22 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
   return r;
 }
 
+/* Invariant 10: the journal's commit runs beside the backend's flush,
+ * and covers every change recorded before this FLUSH arrived.
+ */
 static int
 flush (struct engine *e, bool forward_first)
 {
+  uint64_t ticket;
   int r;
 
   request_begin (e, NULL);
   if (forward_first)
     engine_drain (e, NULL, NULL);
+  ticket = engine_journal_begin (e);
   r = e->backend->ops->flush (e->backend);
+  if (engine_journal_wait (e, ticket) == -1 && r == 0)
+    r = -1;
   request_end (e, NULL);
   return r;
 }

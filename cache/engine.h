@@ -17,6 +17,14 @@
  * granules out of that map in the same step as it cancels pending
  * discards.
  *
+ * Threads: every function here may be called from several threads at
+ * once (nbdkit's parallel model, FUSE's worker threads, the control
+ * socket's thread), except engine_open, engine_start, engine_stop and
+ * engine_close, which the thread that owns the engine calls alone,
+ * with no request in progress at engine_stop and engine_close.  One
+ * mutex inside guards the engine's state; it is never held across the
+ * backend's I/O, and never on return.
+ *
  * Functions returning int return 0 or -1 with errno set, the error
  * reported once with dc_error.
  */
@@ -167,8 +175,21 @@ extern bool engine_known_clean (struct engine *e, uint64_t offset,
 extern void engine_forget_clean (struct engine *e, uint64_t *extents,
                                  uint64_t *bytes);
 
-/* Stop or restart the flusher's forwarding (drain still works). */
+/* Stop or restart the flusher's forwarding (drain still works).
+ * Restarting also closes the circuit breaker (discardctl resume).
+ */
 extern void engine_pause (struct engine *e, bool paused);
+
+/* Set the space-pressure state by hand (low-water= sets it itself from
+ * the backend's free space): while set, forwarding windows do not hold
+ * the flusher (invariant 11: pressure only forwards sooner).
+ */
+extern void engine_set_pressure (struct engine *e, bool pressure);
+
+/* Whether the backend's free space is below low-water= now (or pressure
+ * was set by hand): thin mode then discards its reuse reserve.
+ */
+extern bool engine_under_pressure (struct engine *e);
 
 /* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
 extern int engine_set (struct engine *e, const char *key, const char *value);

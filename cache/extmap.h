@@ -6,8 +6,8 @@
  *
  * The same tree also holds runs (extmap_new_runs): each extent maps
  * [offset, offset+length) onto [value, value+length) of another space
- * (thin mode's logical slots onto physical ones), the value kept in the
- * time field.  Runs merge only when both spaces continue, and a cut
+ * (thin mode's logical slots onto physical ones), the value in struct
+ * extent's value (which shares its storage with time).  Runs merge only when both spaces continue, and a cut
  * shifts the value of what remains after it.
  *
  * Not thread-safe: the engine serialises access with its own lock.
@@ -32,8 +32,11 @@ struct extmap;
 struct extent {
   uint64_t offset;
   uint64_t length;
-  uint32_t time;                /* when it was queued; in a map of runs,
-                                   the value: where offset maps to */
+  union {
+    uint32_t time;              /* a map of extents: when it was queued */
+    uint32_t value;             /* a map of runs (or one used as an
+                                   index): what offset maps to */
+  };
 };
 
 /* Create an empty map, or NULL with errno set. */
@@ -44,7 +47,7 @@ extern struct extmap *extmap_new (void);
  * merges it with a neighbour only where offsets and values both
  * continue; extmap_remove keeps the head of a cut run at its value and
  * moves the tail's value along.  The queries that speak of times
- * (largest_before, oldest, rebase_time) have no meaning for runs.
+ * (largest_aligned_before, oldest, rebase_time) have no meaning for runs.
  */
 extern struct extmap *extmap_new_runs (void);
 
@@ -99,15 +102,6 @@ extern int extmap_iterate (const struct extmap *map, uint64_t offset,
 extern bool extmap_largest (const struct extmap *map, struct extent *out)
   __attribute__ ((nonnull (1, 2)));
 
-/* The longest extent whose time is at most cutoff (ties: lowest offset):
- * the flusher's "largest eligible" pick.  A branch-and-bound descent
- * that skips subtrees whose oldest time is after cutoff or whose longest
- * extent cannot beat the best found so far.
- */
-extern bool extmap_largest_before (const struct extmap *map, uint32_t cutoff,
-                                   struct extent *out)
-  __attribute__ ((nonnull (1, 3)));
-
 /* The extent with the smallest time (ties: lowest offset). */
 extern bool extmap_oldest (const struct extmap *map, struct extent *out)
   __attribute__ ((nonnull (1, 2)));
@@ -132,10 +126,11 @@ extern bool extmap_oldest_forwardable (const struct extmap *map,
 
 /* The longest extent (ties: lowest offset) whose time is at most
  * cutoff, at least minlen long (this call's, not the map's) and holding
- * a whole granule: what the flusher forwards next.  Branch and bound as
- * extmap_largest_before, also skipping subtrees whose longest extent is
- * shorter than a granule or than minlen, and, when minlen is at least
- * the map's, those whose oldest forwardable extent is after cutoff.
+ * a whole granule: what the flusher forwards next.  A branch-and-bound
+ * descent that skips subtrees whose oldest time is after cutoff, whose
+ * longest extent cannot beat the best found so far or is shorter than a
+ * granule or than minlen, and, when minlen is at least the map's, those
+ * whose oldest forwardable extent is after cutoff.
  */
 extern bool extmap_largest_aligned_before (const struct extmap *map,
                                            uint32_t cutoff, uint64_t minlen,
@@ -166,6 +161,23 @@ extern uint64_t extmap_subgranule_bytes (const struct extmap *map)
  * for statistics and the memory benchmark.
  */
 extern size_t extmap_memory (const struct extmap *map)
+  __attribute__ ((nonnull (1)));
+
+/* An observer of the set's changes: called after every extmap_insert
+ * (EXTMAP_OBSERVE_INSERT), every extmap_remove that removed something
+ * (EXTMAP_OBSERVE_REMOVE, the range asked for) and every extmap_clear
+ * (offset and length 0), with the arguments of the call, so that
+ * replaying the calls in order on another map rebuilds the same set
+ * (the engine's journal, cache/journal.h).  Times are not reported.
+ * NULL fn stops observing.
+ */
+enum extmap_observe_op {
+  EXTMAP_OBSERVE_INSERT = 1, EXTMAP_OBSERVE_REMOVE, EXTMAP_OBSERVE_CLEAR,
+};
+typedef void (*extmap_observer_fn) (void *opaque, enum extmap_observe_op op,
+                                    uint64_t offset, uint64_t length);
+extern void extmap_set_observer (struct extmap *map, extmap_observer_fn fn,
+                                 void *opaque)
   __attribute__ ((nonnull (1)));
 
 /* Subtract delta from every extent's time (saturating at 0), so the

@@ -22,6 +22,12 @@
  * that comes of age later.  Only a wait with nothing to come without
  * input is open-ended (ENGINE_FLUSHER_IDLE), and even that one is cut
  * at a second.
+ *
+ * Invariant 11: outside the forwarding windows (window=, unless under
+ * pressure) and while the circuit breaker is open, the flusher holds:
+ * both are explicit policies, and the turn returns when the window
+ * opens or the next probe is due.  Between turns it checks one proof
+ * of effect sample, if one is queued.
  */
 #include <config.h>
 
@@ -174,10 +180,16 @@ forced_turn_drops_lock (struct engine *e)
   uint32_t time;
   int err = 0;
 
+  /* An explicit flush overrides the windows, and is one probe of an
+   * open breaker: it goes on only if that probe succeeds.
+   */
+  engine_breaker_probe_now_locked (e);
   if (e->forwarding_disabled)
     err = EOPNOTSUPP;
-  else if (engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    if (engine_forward_drops_lock (e, offset, length, time, false, true) == 0)
+  else if (engine_pick_max_locked (e, UINT32_MAX, 0,
+                                   engine_pick_limit_locked (e),
+                                   &offset, &length, &time)) {
+    if (engine_send_or_probe_drops_lock (e, offset, length, time) == 0)
       return;
     err = errno == ENOTSUP ? EOPNOTSUPP : errno;
   }
@@ -245,6 +257,29 @@ paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
   return now_ns;
 }
 
+/* The breaker is open: nothing goes but one probe when it is due, an
+ * eligible extent (delay, minlen) of at most the probe's size.
+ */
+static uint64_t
+breaker_turn_drops_lock (struct engine *e, uint64_t now_ns)
+  REQUIRES (engine_lock)
+{
+  uint64_t offset, length, at;
+  uint32_t ticks = engine_ticks_locked (e), time;
+
+  if (!breaker_probe_due (&e->breaker, now_ns, &at))
+    return at == UINT64_MAX ? now_ns + MS (MAX_SLEEP_MS) : at;
+  if (ticks >= e->cfg.delay_ms &&
+      engine_pick_max_locked (e, ticks - (uint32_t) e->cfg.delay_ms,
+                              e->cfg.minlen, engine_pick_limit_locked (e),
+                              &offset, &length, &time)) {
+    engine_probe_drops_lock (e, offset, length, time);
+    return now_ns;
+  }
+  at = eligible_at_ns_locked (e, e->cfg.delay_ms);
+  return at > now_ns ? at : now_ns + MS (NOMEM_RETRY_MS);
+}
+
 uint64_t
 engine_flusher_turn_drops_lock (struct engine *e)
   REQUIRES (engine_lock)
@@ -258,8 +293,18 @@ engine_flusher_turn_drops_lock (struct engine *e)
     forced_turn_drops_lock (e);
     return now_ns;
   }
+  if ((at = engine_pressure_turn_drops_lock (e, now_ns)) != 0)
+    return at;
+  if (proof_queued (&e->proof)) {
+    engine_proof_turn_drops_lock (e);
+    return now_ns;
+  }
   if (e->paused || e->forwarding_disabled || extmap_count (e->map) == 0)
     return ENGINE_FLUSHER_IDLE;
+  if ((at = engine_window_at_ns_locked (e, now_ns)) > now_ns)
+    return at;
+  if (breaker_holds (&e->breaker))
+    return breaker_turn_drops_lock (e, now_ns);
   if (now_ns < MS (e->retry_at_ms))
     return MS (e->retry_at_ms);
   if (e->cfg.budget_ms)

@@ -109,15 +109,26 @@ drop_after_error_locked (struct engine *e, uint64_t length, int err)
   e->stats.dropped_error_bytes += length;
 }
 
-/* One discard command, timed for the cost model; while it runs, client
- * requests see discards_inflight and discard_events change.
+/* Whether a failed discard says the device is in trouble (the circuit
+ * breaker counts it): not EOPNOTSUPP or EINVAL, which are about the
+ * request.
+ */
+static bool
+device_error (int err)
+{
+  return err != EOPNOTSUPP && err != ENOTSUP && err != EINVAL;
+}
+
+/* One discard command, timed for the cost model and the circuit
+ * breaker; while it runs, client requests see discards_inflight and
+ * discard_events change.
  */
 static int
-send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
+send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua, bool probe)
   EXCLUDES (engine_lock)
 {
   struct backend *b = e->backend;
-  uint64_t t0;
+  uint64_t t0, t1;
   int r, err;
 
   atomic_fetch_add (&e->discard_events, 1);
@@ -125,12 +136,18 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
   t0 = engine_now_ns (e);
   r = b->ops->discard (b, offset, n, fua);
   err = errno;
-  t0 = engine_now_ns (e) - t0;
+  t1 = engine_now_ns (e);
   atomic_fetch_sub (&e->discards_inflight, 1);
   atomic_fetch_add (&e->discard_events, 1);
-  if (r == 0) {
+  /* A probe always reports, or the breaker would wait for it forever:
+   * an answer about the request (EINVAL) says the device is alive.
+   */
+  if (r == 0 || device_error (err) || probe) {
     engine_lock_acquire (e);
-    pace_meter_discard (&e->pace, n, t0 / 1000);
+    if (r == 0)
+      pace_meter_discard (&e->pace, n, (t1 - t0) / 1000);
+    breaker_record (&e->breaker, &engine_keys (e)->breaker, t0, t1,
+                    r == 0 || !device_error (err) ? 0 : err, probe);
     engine_lock_release (e);
   }
   errno = err;
@@ -142,14 +159,14 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua)
  */
 static int
 send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
-             uint64_t *commands, uint64_t *sent)
+             bool probe, uint64_t *commands, uint64_t *sent)
   EXCLUDES (engine_lock)
 {
   *commands = *sent = 0;
   while (*sent < length) {
     uint64_t n = MIN (length - *sent, e->chunk_limit);
 
-    if (send_one (e, offset + *sent, n, fua) == -1)
+    if (send_one (e, offset + *sent, n, fua, probe) == -1)
       return -1;
     (*commands)++;
     *sent += n;
@@ -157,10 +174,9 @@ send_chunks (struct engine *e, uint64_t offset, uint64_t length, bool fua,
   return 0;
 }
 
-int
-engine_forward_drops_lock (struct engine *e, uint64_t offset,
-                           uint64_t length, uint32_t time, bool fua,
-                           bool keep_on_error)
+static int
+forward_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
+                    uint32_t time, bool fua, bool keep_on_error, bool probe)
   REQUIRES (engine_lock)
 {
   struct inflight entry = { .offset = offset, .length = length };
@@ -180,7 +196,7 @@ engine_forward_drops_lock (struct engine *e, uint64_t offset,
   epoch = e->epoch_ms;
 
   engine_lock_release (e);
-  r = send_chunks (e, offset, length, fua, &commands, &sent);
+  r = send_chunks (e, offset, length, fua, probe, &commands, &sent);
   err = errno;
   engine_lock_acquire (e);
 
@@ -199,6 +215,8 @@ engine_forward_drops_lock (struct engine *e, uint64_t offset,
    * the in-flight list, so a write that waited for it takes it out again.
    */
   clean_discarded (&e->clean, offset, sent);
+  if (sent > 0)
+    proof_offer (&e->proof, offset, sent, e->fwd_granularity);
   if (r == -1) {
     if (err == EOPNOTSUPP || err == ENOTSUP) {
       disable_forwarding_locked (e);
@@ -220,6 +238,27 @@ engine_forward_drops_lock (struct engine *e, uint64_t offset,
   pthread_cond_broadcast (&e->inflight_done);
   errno = err;
   return r;
+}
+
+int
+engine_forward_drops_lock (struct engine *e, uint64_t offset,
+                           uint64_t length, uint32_t time, bool fua,
+                           bool keep_on_error)
+  REQUIRES (engine_lock)
+{
+  return forward_drops_lock (e, offset, length, time, fua, keep_on_error,
+                             false);
+}
+
+int
+engine_probe_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
+                         uint32_t time)
+  REQUIRES (engine_lock)
+{
+  if (!e->forwarding_disabled)
+    breaker_probe_begin (&e->breaker);
+  return forward_drops_lock (e, offset, length, time, false, true,
+                             !e->forwarding_disabled);
 }
 
 bool
@@ -245,12 +284,14 @@ engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
    */
   if (!extmap_largest_aligned_before (e->map, cutoff, minlen, &x))
     return false;
-  policy_aligned_part (x.offset, x.length, e->granularity, &aoff, &alen);
+  policy_aligned_part (x.offset, x.length, e->fwd_granularity, &aoff, &alen);
   /* Several chunks in one pick keep the in-flight list short; the
    * flusher re-checks idleness between picks, so bound it to one chunk
-   * (or less: the pacing's batch size).
+   * (or less: the pacing's batch size), in whole granules (proof-adapt
+   * may have raised them past the chunk's alignment).
    */
   alen = MIN (alen, MIN (max_length, e->chunk_limit));
+  alen = MAX (round_down (alen, e->fwd_granularity), e->fwd_granularity);
   /* Removing a range inside one extent may split it and need a node;
    * on ENOMEM nothing is picked now and the flusher tries again later.
    */

@@ -6,6 +6,8 @@ include cache/extmap.mk
 # include path holds no volume or service header: nothing calls up.
 noinst_LTLIBRARIES += libengine.la
 libengine_la_SOURCES = \
+	cache/breaker.c \
+	cache/breaker.h \
 	cache/clean.c \
 	cache/clean.h \
 	cache/engine-config.c \
@@ -18,16 +20,28 @@ libengine_la_SOURCES = \
 	cache/engine-test.h \
 	cache/flusher.c \
 	cache/forward.c \
+	cache/journal.c \
+	cache/journal.h \
+	cache/journal-file.c \
 	cache/pacing.c \
 	cache/pacing.h \
+	cache/proof.c \
+	cache/proof.h \
+	cache/protect.c \
 	cache/policy.c \
 	cache/policy.h \
+	cache/pressure.c \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \
+	cache/window.c \
+	cache/window.h \
 	common/crc32c.c \
+	common/file-header.c \
+	common/file-header.h \
 	common/parse.c \
-	common/parse.h
+	common/parse.h \
+	common/reclog.h
 libengine_la_CPPFLAGS = $(ENGINE_CPPFLAGS)
 libengine_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
 libengine_la_LIBADD = libextmap.la libbackend.la $(ZSTD_LIBS)

@@ -44,8 +44,8 @@ file_mtime_ns (const struct backend_identity *b)
   return (uint64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
-static void
-current_identity (const struct engine *e, struct state_identity *id)
+void
+engine_state_identity (const struct engine *e, struct state_identity *id)
 {
   const struct backend_identity *b = &e->backend->identity;
 
@@ -90,8 +90,9 @@ unit_of (uint64_t bits)
 /* Two passes over each map: the first finds the unit (the largest power
  * of two dividing every offset and length), so the varints count in it.
  */
-static int
-encode_maps_locked (struct engine *e, void **image, size_t *len)
+int
+engine_state_encode_locked (struct engine *e, bool stamp_mtime, void **image,
+                            size_t *len)
   REQUIRES (engine_lock)
 {
   struct state_encoder *enc;
@@ -104,7 +105,9 @@ encode_maps_locked (struct engine *e, void **image, size_t *len)
   enc = state_encoder_new (unit_of (bits), unit_of (clean_bits));
   if (enc == NULL)
     return -1;
-  current_identity (e, &id);
+  engine_state_identity (e, &id);
+  if (!stamp_mtime)
+    id.mtime_ns = 0;
   if (extmap_iterate (e->map, 0, encode_pending, enc) == 0 &&
       clean_iterate (&e->clean, encode_clean, enc) == 0)
     r = state_encoder_finish (enc, &id, image, len);
@@ -112,8 +115,8 @@ encode_maps_locked (struct engine *e, void **image, size_t *len)
   return r;
 }
 
-static int
-write_atomically (const char *path, const void *image, size_t len)
+int
+engine_state_write (const char *path, const void *image, size_t len)
 {
   CLEANUP_FREE char *tmp = NULL;
   const char *step;
@@ -159,14 +162,14 @@ engine_state_save (struct engine *e)
   bytes = extmap_bytes (e->map);
   clean_n = clean_extents (&e->clean);
   clean_b = clean_bytes (&e->clean);
-  r = n || clean_n ? encode_maps_locked (e, &image, &len) : 0;
+  r = n || clean_n ? engine_state_encode_locked (e, true, &image, &len) : 0;
   engine_lock_release (e);
   if (n == 0 && clean_n == 0) {
     dc_debug ("state=%s: nothing pending or known clean, no state file "
               "written", path);
     return 0;
   }
-  if (r == -1 || write_atomically (path, image, len) == -1)
+  if (r == -1 || engine_state_write (path, image, len) == -1)
     return -1;
   dc_debug ("state=%s: saved %zu pending extents (%" PRIu64 " bytes) and %"
             PRIu64 " known-clean extents (%" PRIu64 " bytes) in %zu bytes",
@@ -180,8 +183,8 @@ engine_state_save (struct engine *e)
  * a file too large to be ours is read as its first bytes only, which
  * the header check then refuses.
  */
-static int
-read_file (const char *path, unsigned char **buf, size_t *len)
+int
+engine_state_read (const char *path, unsigned char **buf, size_t *len)
 {
   struct stat st;
   ssize_t n;
@@ -218,8 +221,8 @@ read_file (const char *path, unsigned char **buf, size_t *len)
 /* Set a refused file aside so that it is never applied, even to the
  * backend it was made for, once that backend may have been written.
  */
-static int
-reject (const char *path, const char *why)
+int
+engine_state_reject (const char *path, const char *why)
 {
   CLEANUP_FREE char *aside = NULL;
 
@@ -241,6 +244,7 @@ struct apply {
   struct engine *e;
   uint32_t ticks;
 };
+
 
 /* Loaded extents are queued now, so they wait their delay again; known
  * clean ones are clean again (or forgotten at the bound, or dropped with
@@ -264,6 +268,21 @@ apply_one (enum state_list list, uint64_t offset, uint64_t length,
   return 0;
 }
 
+void
+engine_state_apply_locked (struct engine *e, const void *image,
+                           const struct state_header *h)
+  REQUIRES (engine_lock)
+{
+  struct apply a = { .e = e, .ticks = engine_ticks_locked (e) };
+  char why[8];
+
+  state_decode_extents (image, h, apply_one, &a, why, sizeof why);
+  e->stats.state_loaded_extents = h->count;
+  e->stats.state_loaded_bytes = h->bytes;
+  e->stats.state_loaded_clean_extents = h->clean_count;
+  e->stats.state_loaded_clean_bytes = h->clean_bytes;
+}
+
 int
 engine_state_load (struct engine *e)
 {
@@ -271,39 +290,38 @@ engine_state_load (struct engine *e)
   CLEANUP_FREE unsigned char *buf = NULL;
   struct state_identity now;
   struct state_header h;
-  struct apply a = { .e = e };
   char why[512];
   size_t len;
   int r;
 
+  if (engine_journal_wanted (e))
+    return engine_journal_load (e);
+  if (!e->backend->limits.read_only &&
+      (r = engine_journal_load_left (e)) != 0)
+    return r == 1 ? 0 : -1;
   if (e->backend->limits.read_only) {
     dc_debug ("state=%s: read-only, not loaded (a writable start consumes it)",
               path);
     return 0;
   }
-  r = read_file (path, &buf, &len);
+  r = engine_state_read (path, &buf, &len);
   if (r <= 0) {
     if (r == 0)
       dc_debug ("state=%s: no state file, nothing to load", path);
     return r;
   }
-  current_identity (e, &now);
+  engine_state_identity (e, &now);
   if (state_read_header (buf, len, &h, why, sizeof why) == -1 ||
       state_check_identity (&h, &now, why, sizeof why) == -1 ||
       state_decode_extents (buf, &h, NULL, NULL, why, sizeof why) == -1)
-    return reject (path, why);
+    return engine_state_reject (path, why);
   if (unlink (path) == -1 || fsync_dir (path) == -1) {
     dc_error ("state=%s: cannot remove it after reading it: %m; not serving, "
               "as a crash would replay it later", path);
     return -1;
   }
   engine_lock_acquire (e);
-  a.ticks = engine_ticks_locked (e);
-  state_decode_extents (buf, &h, apply_one, &a, why, sizeof why);
-  e->stats.state_loaded_extents = h.count;
-  e->stats.state_loaded_bytes = h.bytes;
-  e->stats.state_loaded_clean_extents = h.clean_count;
-  e->stats.state_loaded_clean_bytes = h.clean_bytes;
+  engine_state_apply_locked (e, buf, &h);
   engine_enforce_bound_drops_lock (e);
   engine_lock_release (e);
   dc_debug ("state=%s: loaded %" PRIu64 " pending extents (%" PRIu64

@@ -10,12 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 
 #include <zstd.h>
 
 #include "arith.h"
-#include "crc32c.h"
+#include "file-header.h"
 #include "fileio.h"
 #include "grow.h"
 #include "le.h"
@@ -49,13 +48,7 @@ enum {
 uint32_t
 state_checksum (const void *image, size_t len)
 {
-  const unsigned char *p = image;
-  static const unsigned char zero[4];
-  uint32_t crc;
-
-  crc = crc32c (0, p, OFF_CRC);
-  crc = crc32c (crc, zero, sizeof zero);
-  return crc32c (crc, p + OFF_CRC + 4, len - OFF_CRC - 4);
+  return file_frame_crc (image, len, OFF_CRC);
 }
 
 /* Encoding. */
@@ -271,15 +264,15 @@ state_read_header (const void *image, size_t len, struct state_header *h,
                    char *why, size_t whylen)
 {
   const unsigned char *p = image;
-  uint32_t version, namelen, hsize;
-  uint64_t expect;
+  struct file_frame_layout l = {
+    .what = "the state file", .off_namelen = OFF_NAMELEN,
+    .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
+    .name_max = sizeof h->id.name, .whole = true,
+  };
+  struct file_frame f;
+  uint32_t version;
 
-  if (len < STATE_V1_HEADER_SIZE)
-    return fileio_fail (why, whylen,
-                        "truncated: %zu bytes, less than the %d-byte "
-                        "header",
-                        len, STATE_V1_HEADER_SIZE);
-  if (memcmp (p, magic, sizeof magic) != 0)
+  if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
     return fileio_fail (why, whylen,
                         "not a discardcache state file (bad magic)");
   version = get32 (p + OFF_VERSION);
@@ -288,42 +281,22 @@ state_read_header (const void *image, size_t len, struct state_header *h,
                         "format version %" PRIu32 ", this discardcache "
                         "reads versions 1 and %d",
                         version, STATE_VERSION);
-  hsize = version == 1 ? STATE_V1_HEADER_SIZE : STATE_HEADER_SIZE;
-  if (len < hsize)
-    return fileio_fail (why, whylen,
-                        "truncated: %zu bytes, less than the %" PRIu32
-                        "-byte header",
-                        len, hsize);
-  namelen = get32 (p + OFF_NAMELEN);
-  h->payload_len = get64 (p + OFF_PAYLEN);
-  if (get32 (p + OFF_HSIZE) != hsize ||
-      namelen >= sizeof h->id.name || p[OFF_KIND + 7] != 0 ||
-      get32 (p + OFF_SHIFT) > 62 || get32 (p + OFF_RESERVED) != 0 ||
-      get_clean_fields (p, version, h) == -1)
-    return fileio_fail (why, whylen, "corrupt header");
-  expect = hsize + namelen;
-  if (ADD_OVERFLOW (expect, h->payload_len, &expect) || expect != len)
-    return fileio_fail (why, whylen,
-                        "%zu bytes, the header says %" PRIu64
-                        ": truncated or corrupt",
-                        len, expect);
-  if (get32 (p + OFF_CRC) != state_checksum (image, len))
-    return fileio_fail (why, whylen, "checksum mismatch: the file is corrupt");
-  get_identity (p, hsize, namelen, &h->id);
+  l.hsize = version == 1 ? STATE_V1_HEADER_SIZE : STATE_HEADER_SIZE;
+  if (file_frame_check (p, len, &l, &f, why, whylen) == -1)
+    return -1;
+  if (p[OFF_KIND + 7] != 0 || get32 (p + OFF_SHIFT) > 62 ||
+      get32 (p + OFF_RESERVED) != 0 || get_clean_fields (p, version, h) == -1)
+    return fileio_fail (why, whylen, "the state file has a corrupt header");
+  get_identity (p, l.hsize, f.namelen, &h->id);
   h->version = version;
   h->count = get64 (p + OFF_COUNT);
   h->bytes = get64 (p + OFF_BYTES);
   h->unit_shift = get32 (p + OFF_SHIFT);
   h->raw_len = get64 (p + OFF_RAWLEN);
-  h->payload_offset = hsize + namelen;
+  h->payload_len = f.paylen;
+  h->payload_offset = l.hsize + f.namelen;
+  h->checksum = get32 (p + OFF_CRC);
   return 0;
-}
-
-/* Backends whose identity is a device and inode; the others are named. */
-static bool
-has_inode (const char *kind)
-{
-  return strcmp (kind, "file") == 0 || strcmp (kind, "blkdev") == 0;
 }
 
 int
@@ -332,20 +305,17 @@ state_check_identity (const struct state_header *h,
                       char *why, size_t whylen)
 {
   const struct state_identity *was = &h->id;
+  struct file_backend a = {
+    .kind = was->kind, .dev = was->dev, .ino = was->ino, .name = was->name,
+    .namelen = strlen (was->name),
+  };
+  struct file_backend b = {
+    .kind = now->kind, .dev = now->dev, .ino = now->ino, .name = now->name,
+    .namelen = strlen (now->name),
+  };
 
-  if (strcmp (was->kind, now->kind) != 0)
-    return fileio_fail (why, whylen, "saved for a %s backend, this one is %s",
-                        was->kind, now->kind);
-  if (has_inode (now->kind) && (was->dev != now->dev || was->ino != now->ino))
-    return fileio_fail (why, whylen,
-                        "saved for another %s (device %u:%u inode %" PRIu64
-                        ", %s), this is device %u:%u inode %" PRIu64,
-                        was->kind, major (was->dev), minor (was->dev), was->ino,
-                        was->name, major (now->dev), minor (now->dev),
-                        now->ino);
-  if (!has_inode (now->kind) && strcmp (was->name, now->name) != 0)
-    return fileio_fail (why, whylen, "saved for %s, this backend is %s",
-                        was->name, now->name);
+  if (file_same_backend (&a, &b, why, whylen) == -1)
+    return -1;
   if (was->size != now->size)
     return fileio_fail (why, whylen,
                         "saved for a backend of %" PRIu64 " bytes, "

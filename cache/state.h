@@ -62,6 +62,7 @@ struct state_header {
   uint64_t raw_len;            /* payload before compression */
   uint64_t payload_len;        /* after */
   size_t payload_offset;       /* where the payload starts in the image */
+  uint32_t checksum;           /* the stored CRC-32C: the journal's tag */
 };
 
 struct state_encoder;

@@ -7,6 +7,7 @@ noinst_HEADERS += \
 	common/grow.h \
 	common/le.h \
 	common/lock.h \
+	common/reclog.h \
 	common/log.h \
 	common/log-stderr.h \
 	common/splitmix.h \

@@ -8,6 +8,7 @@
  *   PT_GUARDED_BY (c)   on a pointer field: what it points to, likewise
  *   REQUIRES (c)        on a function: called holding c, returns holding c
  *   ACQUIRE (c)         takes c;  RELEASE (c): gives it back
+ *   TRY_ACQUIRE (r, c)  takes c when it returns r
  *   EXCLUDES (c)        called without c (it takes it itself)
  *   NO_THREAD_SAFETY_ANALYSIS  the few wrappers the analysis cannot see
  *                       through (the pthread calls themselves)
@@ -29,6 +30,7 @@
 #define REQUIRES(...) DC_TSA (requires_capability (__VA_ARGS__))
 #define ACQUIRE(...) DC_TSA (acquire_capability (__VA_ARGS__))
 #define RELEASE(...) DC_TSA (release_capability (__VA_ARGS__))
+#define TRY_ACQUIRE(...) DC_TSA (try_acquire_capability (__VA_ARGS__))
 #define EXCLUDES(...) DC_TSA (locks_excluded (__VA_ARGS__))
 #define NO_THREAD_SAFETY_ANALYSIS DC_TSA (no_thread_safety_analysis)
 

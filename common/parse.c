@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "arith.h"
 #include "cleanup.h"
 #include "log.h"
 #include "parse.h"
@@ -213,5 +214,22 @@ parse_path (const char *key, const char *value, const char *forms, char **out)
   }
   free (*out);
   *out = path;
+  return 0;
+}
+
+int
+parse_auto_size (const char *key, const char *value, const char *forms,
+                 uint64_t min, uint64_t max, bool power_of_2, uint64_t *out)
+{
+  uint64_t n;
+
+  if (strcmp (value, "auto") == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (!scan_size (value, &n) || n < min || n > max ||
+      (power_of_2 && !is_power_of_2 (n)))
+    return parse_invalid (key, value, forms);
+  *out = n;
   return 0;
 }

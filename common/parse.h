@@ -58,4 +58,13 @@ extern int parse_count (const char *key, const char *value, uint64_t max,
 extern int parse_path (const char *key, const char *value, const char *forms,
                        char **out);
 
+/* auto (stored as 0), or a size in parse_size's forms from min to max
+ * (and a power of two with power_of_2): granularity=, max-discard=,
+ * slot=.  forms is the whole accepted form for the message, e.g. "auto
+ * or a power of two such as 4096 or 64k".
+ */
+extern int parse_auto_size (const char *key, const char *value,
+                            const char *forms, uint64_t min, uint64_t max,
+                            bool power_of_2, uint64_t *out);
+
 #endif /* DISCARDCACHE_PARSE_H */

@@ -5,10 +5,13 @@
  *
  *   X (TYPE, name, METRIC, "metric_name", "label", SCALE, "help")
  *
- * TYPE     the C type: U64, INT, BOOL or PACE (enum pace_mode);
+ * TYPE     the C type: U64, INT, BOOL, PACE (enum pace_mode) or STR
+ *          (a name from a fixed set, NULL read as "");
  * name     the struct member, the JSON key and the text line's name
  *          (thin mode's get a thin_ prefix in JSON and text);
- * METRIC   COUNTER, GAUGE, or NONE (not exported to Prometheus);
+ * METRIC   COUNTER, GAUGE, STATE (a STR field as a state set: one
+ *          series NAME{label="value"} 1, label naming the label's key),
+ *          or NONE (not exported to Prometheus);
  * metric_name  discardcache_NAME in Prometheus, in base units, counters
  *          ending in _total; entries sharing a name form one family
  *          told apart by label ("reason=\"full\"", or NULL), whose
@@ -33,6 +36,7 @@
 #define STATS_CTYPE_INT int
 #define STATS_CTYPE_BOOL bool
 #define STATS_CTYPE_PACE enum pace_mode
+#define STATS_CTYPE_STR const char *
 
 /* For an X-macro: one struct member. */
 #define STATS_MEMBER(type, name, metric, metric_name, label, scale, help) \

@@ -156,11 +156,47 @@ const struct service_key service_keys[] = {
     "Bound on the known-clean map (ranges discarded and not written since, "
     "whose TRIMs are not sent again); off sends every TRIM.",
     ENGINE, false, ALL, NULL },
+  { "low-water", "off|PERCENT%|SIZE", "off", NULL,
+    "Backend free space below which every pending discard is forwarded "
+    "at once, ignoring delay, idle and budget (a file's file system; "
+    "refused where free space is unknown: block devices, NBD).",
+    ENGINE, false, ALL, NULL },
   { "flush-discards", "BOOL", "false", NULL,
     "A client FLUSH forwards pending discards first.",
     ENGINE, false, ALL, NULL },
   { "passthrough", "BOOL", "false", NULL,
     "Forward every trim at once, no caching (a baseline).",
+    ENGINE, false, ALL, NULL },
+  { "breaker-errors", "N|off", "5", NULL,
+    "Open the circuit breaker after N consecutive discard errors: "
+    "forwarding is held, retried by one probe discard with exponential "
+    "backoff; off: errors never open it.",
+    ENGINE, false, ALL, NULL },
+  { "breaker-latency", "DURATION|off", "5s", NULL,
+    "A discard slower than this is slow; slow ones for breaker-window "
+    "open the breaker (a slow probe keeps it open); off: no bound.",
+    ENGINE, false, ALL, NULL },
+  { "breaker-window", "DURATION", "30s", NULL,
+    "How long discards must stay slow to open the breaker.",
+    ENGINE, false, ALL, NULL },
+  { "breaker-backoff", "DURATION", "1s", NULL,
+    "Wait before the first probe of an open breaker, doubling after each "
+    "failed probe up to 5 minutes.",
+    ENGINE, false, ALL, NULL },
+  { "window", "HH:MM-HH:MM[,...]", NULL, "none (forward at any time)",
+    "Forward only inside these local-time windows (repeatable), except "
+    "under space pressure, at max-extents and on discardctl flush.",
+    ENGINE, false, ALL, NULL },
+  { "proof", "PERCENT|off", "1%", NULL,
+    "Share of forwarded discards checked afterwards for freed space "
+    "(file, NBD with block status; not block devices).",
+    ENGINE, false, ALL, NULL },
+  { "proof-bytes", "SIZE", "1M", NULL,
+    "At most this much of one sampled discard is checked.",
+    ENGINE, false, ALL, NULL },
+  { "proof-adapt", "BOOL", "false", NULL,
+    "When a check finds a discard ineffective, double the forwarding "
+    "granularity (up to 4M) and say so; off: only report.",
     ENGINE, false, ALL, NULL },
   { "readonly", "BOOL", "false", NULL,
     "Open the backend read-only and export read-only.",
@@ -179,6 +215,11 @@ const struct service_key service_keys[] = {
   { "state", "FILE", NULL, "none",
     "Save pending discards to FILE at a clean stop, load them at the "
     "next start.",
+    ENGINE, false, ALL, NULL },
+  { "journal", "BOOL", "on", NULL,
+    "With state=: record changes to the pending set in FILE.journal, "
+    "durable at each FLUSH, so that a crash keeps them; off: only a "
+    "clean stop saves them.",
     ENGINE, false, ALL, NULL },
   { "thin", "BOOL", "off", NULL,
     "Thin mode: map logical slots to physical ones, reusing freed slots.",

@@ -16,8 +16,8 @@
 
 #include "volume.h"
 
-enum stats_type { STATS_U64, STATS_INT, STATS_BOOL, STATS_PACE };
-enum stats_metric { STATS_NONE, STATS_COUNTER, STATS_GAUGE };
+enum stats_type { STATS_U64, STATS_INT, STATS_BOOL, STATS_PACE, STATS_STR };
+enum stats_metric { STATS_NONE, STATS_COUNTER, STATS_GAUGE, STATS_STATE };
 
 enum stats_key {
 #define STATS_KEY_ENGINE(type, name, ...) STAT_##name,

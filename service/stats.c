@@ -35,6 +35,10 @@ field_text (const struct stats_field *f, const struct volume_stats *st,
     snprintf (buf, len, json ? "\"%s\"" : "%s",
               pace_mode_name (*(const enum pace_mode *) p));
     break;
+  case STATS_STR:
+    snprintf (buf, len, json ? "\"%s\"" : "%s",
+              *(const char *const *) p ? *(const char *const *) p : "");
+    break;
   }
 }
 

@@ -20,7 +20,9 @@ extern int stats_write_json (const struct volume_stats *st, FILE *fp);
  */
 extern int stats_write_file (const struct volume_stats *st, const char *path);
 
-/* Write st as "name value" lines, for logs: each line to emit. */
+/* Write st as "name value" lines, for logs: emit is called once a line
+ * (without a newline), with opaque.
+ */
 extern void stats_write_lines (const struct volume_stats *st,
                                void (*emit) (const char *line, void *opaque),
                                void *opaque);

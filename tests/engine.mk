@@ -40,11 +40,37 @@ tests_unit_test_liveness_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_liveness_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_liveness_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 
-# Thin mode: allocator, journal, recovery (cmocka, in-memory backend).
-check_PROGRAMS += tests/unit/test-thin
-TESTS += tests/unit/test-thin
-tests_unit_test_thin_SOURCES = tests/unit/test-thin.c \
+# Thin mode, one program a part (cmocka, in-memory backend): the map,
+# the free space, the allocator, the data path and geometry, the meta
+# file (journal, checkpoints, recovery); thin-util.c is what they share.
+thin_unit_tests = tests/unit/test-thin-map tests/unit/test-thin-space \
+	tests/unit/test-thin-alloc tests/unit/test-thin-io \
+	tests/unit/test-thin-journal
+check_PROGRAMS += $(thin_unit_tests)
+TESTS += $(thin_unit_tests)
+EXTRA_DIST += tests/unit/thin-meta-v1.img
+thin_test_sources = tests/unit/thin-util.c tests/unit/thin-util.h \
 	tests/unit/scratch.c tests/unit/scratch.h
-tests_unit_test_thin_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
-tests_unit_test_thin_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_thin_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
+thin_test_cppflags = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+thin_test_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+thin_test_ldadd = tests/libmembackend.la $(CMOCKA_LIBS)
+tests_unit_test_thin_map_SOURCES = tests/unit/test-thin-map.c $(thin_test_sources)
+tests_unit_test_thin_map_CPPFLAGS = $(thin_test_cppflags)
+tests_unit_test_thin_map_CFLAGS = $(thin_test_cflags)
+tests_unit_test_thin_map_LDADD = $(thin_test_ldadd)
+tests_unit_test_thin_space_SOURCES = tests/unit/test-thin-space.c $(thin_test_sources)
+tests_unit_test_thin_space_CPPFLAGS = $(thin_test_cppflags)
+tests_unit_test_thin_space_CFLAGS = $(thin_test_cflags)
+tests_unit_test_thin_space_LDADD = $(thin_test_ldadd)
+tests_unit_test_thin_alloc_SOURCES = tests/unit/test-thin-alloc.c $(thin_test_sources)
+tests_unit_test_thin_alloc_CPPFLAGS = $(thin_test_cppflags)
+tests_unit_test_thin_alloc_CFLAGS = $(thin_test_cflags)
+tests_unit_test_thin_alloc_LDADD = $(thin_test_ldadd)
+tests_unit_test_thin_io_SOURCES = tests/unit/test-thin-io.c $(thin_test_sources)
+tests_unit_test_thin_io_CPPFLAGS = $(thin_test_cppflags)
+tests_unit_test_thin_io_CFLAGS = $(thin_test_cflags)
+tests_unit_test_thin_io_LDADD = $(thin_test_ldadd)
+tests_unit_test_thin_journal_SOURCES = tests/unit/test-thin-journal.c $(thin_test_sources)
+tests_unit_test_thin_journal_CPPFLAGS = $(thin_test_cppflags)
+tests_unit_test_thin_journal_CFLAGS = $(thin_test_cflags)
+tests_unit_test_thin_journal_LDADD = $(thin_test_ldadd)

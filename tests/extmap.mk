@@ -6,7 +6,7 @@
 # The -small test programs get EXTMAP_SMALL_NODES too, to skip the
 # memory-density checks that only mean something with real nodes.
 check_LTLIBRARIES += libextmap-small.la
-libextmap_small_la_SOURCES = cache/extmap.c cache/extmap.h
+libextmap_small_la_SOURCES = $(extmap_sources)
 libextmap_small_la_CPPFLAGS = $(AM_CPPFLAGS) -DEXTMAP_SMALL_NODES
 
 extmap_tests = \

@@ -141,6 +141,23 @@ mktempdir ()
     cleanup_fn rm -rf "$TESTDIR"
 }
 
+# fast_scratch_setup: the scratch directory TESTDIR (mktempdir), and
+# FASTDIR for backing files: a directory on tmpfs when there is one
+# (fdatasync on a real disk would make flushes dominate the run time),
+# else TESTDIR.  Both are removed at exit.  (Not FASTDIR=$(...): a
+# subshell could not register the cleanup.)
+fast_scratch_setup ()
+{
+    mktempdir
+    FASTDIR=$TESTDIR
+    if [ -d /dev/shm ] && [ -w /dev/shm ] &&
+       FASTDIR=$(mktemp -d /dev/shm/discardcache-verify.XXXXXX 2>/dev/null); then
+        cleanup_fn rm -rf "$FASTDIR"
+    else
+        FASTDIR=$TESTDIR
+    fi
+}
+
 # await_exit PID NAME AFTER: wait for PID to exit and return its status.
 # If it is still running 60 s later (a flusher that never stops is a
 # bug), fail the test ("... 60 s after AFTER") and KILL it.  Only by pid.

@@ -17,17 +17,18 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 fuzz_ctl_proto_sources = \
 	tests/fuzz/fuzz-ctl-proto.c service/ctl-proto.c tools/json-flat.c
 fuzz_state_sources = \
-	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c \
+	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c common/file-header.c \
 	common/log-stderr.c
 # Thin mode's meta file loader (checkpoint and journal replay).
 fuzz_thin_sources = \
 	tests/fuzz/fuzz-thin.c volume/thin/thin-journal.c volume/thin/thin-map.c \
-	volume/thin/thin-meta-v1.c cache/extmap.c common/crc32c.c \
+	volume/thin/thin-meta-v1.c $(extmap_c_sources) common/crc32c.c \
+	common/file-header.c \
 	common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.
 fuzz_extmap_sources = \
-	tests/fuzz/fuzz-extmap.c cache/extmap.c tests/unit/extmap-ref.c
+	tests/fuzz/fuzz-extmap.c $(extmap_c_sources) tests/unit/extmap-ref.c
 
 EXTRA_DIST += \
 	tests/fuzz/fuzz-ctl-proto.c \

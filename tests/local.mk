@@ -12,8 +12,10 @@ include tests/ctl.mk
 include tests/packaging.mk
 include tests/service.mk
 include tests/state.mk
+include tests/crash.mk
 include tests/pacing.mk
 include tests/stats.mk
+include tests/protect.mk
 include tests/thin.mk
 include tests/fuzz.mk
 include tests/lint/local.mk

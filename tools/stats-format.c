@@ -60,6 +60,7 @@ print_dropped (const struct jf_object *st, FILE *fp)
     { STAT_dropped_fragment_bytes, "sub-granule pieces" },
     { STAT_dropped_nomem_bytes, "out of memory" },
     { STAT_dropped_error_bytes, "after errors" },
+    { STAT_dropped_breaker_bytes, "at max-extents, breaker open" },
   };
   char a[HUMAN_LEN];
 
@@ -178,6 +179,37 @@ print_cancelled (const struct jf_object *st, FILE *fp)
                whole, what, "");
 }
 
+/* Invariant 11: the circuit breaker, the windows, proof of effect. */
+static void
+print_protection (const struct jf_object *st, FILE *fp)
+{
+  const char *state = jf_str (st, stats_key_name (STAT_breaker_state));
+  const char *reason = jf_str (st, stats_key_name (STAT_breaker_reason));
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  if (state == NULL)
+    return;
+  fprintf (fp, ROW "%s", "circuit breaker:", state);
+  if (strcmp (state, "closed") != 0)
+    fprintf (fp, " (%s), next probe in %s", reason ? reason : "?",
+             human_duration (get (st, STAT_breaker_next_probe_ms), a));
+  fprintf (fp, "; opened %" PRIu64 " times, %" PRIu64 " probes\n",
+           get (st, STAT_breaker_opened), get (st, STAT_breaker_probes));
+  if (!flag (st, STAT_window_open, true))
+    fprintf (fp, ROW "closed, forwarding held for %s%s\n", "window:",
+             human_duration (get (st, STAT_window_wait_ms), a),
+             get (st, STAT_pressure) ? " (but under pressure)" : "");
+  if (!flag (st, STAT_proof_supported, true))
+    fprintf (fp, ROW "not possible on this backend (no allocation status)\n",
+             "proof of effect:");
+  else if (get (st, STAT_proof_sample_ppm))
+    fprintf (fp, ROW "%s checked, %s still allocated (ineffective), "
+             "%" PRIu64 " skipped\n", "proof of effect:",
+             human_size (get (st, STAT_proof_checked_bytes), a),
+             human_size (get (st, STAT_proof_ineffective_bytes), b),
+             get (st, STAT_proof_skipped));
+}
+
 void
 stats_print_table (const struct jf_object *st, FILE *fp)
 {
@@ -215,6 +247,7 @@ stats_print_table (const struct jf_object *st, FILE *fp)
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, STAT_memory_bytes), a), get (st, STAT_max_extents));
   print_clean (st, fp);
+  print_protection (st, fp);
   print_thin (st, fp);
   print_pacing (st, fp);
 }
@@ -232,14 +265,22 @@ print_metric (const struct jf_object *st, const struct stats_field *family,
   uint64_t v;
   bool b;
 
-  if (f->type == STATS_BOOL ? !jf_bool (st, f->key, &b)
-                            : !jf_u64 (st, f->key, &v))
+  const char *state = NULL;
+
+  if (f->type == STATS_STR ? (state = jf_str (st, f->key)) == NULL
+      : f->type == STATS_BOOL ? !jf_bool (st, f->key, &b)
+      : !jf_u64 (st, f->key, &v))
     return;
   if (!*header)
     fprintf (fp, "# HELP discardcache_%s %s\n# TYPE discardcache_%s %s\n",
              family->metric_name, family->help, family->metric_name,
              family->metric == STATS_COUNTER ? "counter" : "gauge");
   *header = true;
+  if (f->metric == STATS_STATE) {
+    fprintf (fp, "discardcache_%s{%s=\"%s\"} 1\n", f->metric_name, f->label,
+             state);
+    return;
+  }
   fprintf (fp, "discardcache_%s%s%s%s ", f->metric_name,
            f->label ? "{" : "", f->label ? f->label : "", f->label ? "}" : "");
   /* 15 digits: exact for any count of microseconds below 10^15. */

@@ -25,30 +25,6 @@ volume_config_free (struct volume_config *cfg)
   cfg->meta = NULL;
 }
 
-/* Thin slots: at least a sector, at most 1 GiB (one slot is zero-filled
- * and discarded in one piece); auto (0) is chosen at open.
- */
-static int
-set_slot (const char *key, const char *value, uint64_t *out)
-{
-  uint64_t n;
-
-  if (strcmp (value, "auto") == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (parse_size (key, value, &n) == -1)
-    return -1;
-  if (!is_power_of_2 (n) || n < 512 || n > (UINT64_C (1) << 30)) {
-    dc_error ("%s=%s: invalid value: expected auto, or a power of two from "
-              "512 to 1G, such as 4k", key, value);
-    errno = EINVAL;
-    return -1;
-  }
-  *out = n;
-  return 0;
-}
-
 static int
 set_size (const char *key, const char *value, uint64_t *out)
 {
@@ -123,7 +99,12 @@ volume_config_set (struct volume_config *cfg, const char *key,
   if (strcmp (key, "thin") == 0)
     return parse_bool (key, value, &cfg->thin);
   if (strcmp (key, "slot") == 0)
-    return set_slot (key, value, &cfg->slot);
+    /* At least a sector, at most 1 GiB (one slot is zero-filled and
+     * discarded in one piece); auto (0) is chosen at open.
+     */
+    return parse_auto_size (key, value, "auto, or a power of two from 512 "
+                            "to 1G, such as 4k", 512, UINT64_C (1) << 30,
+                            true, &cfg->slot);
   if (strcmp (key, "size") == 0)
     return set_size (key, value, &cfg->size);
   if (strcmp (key, "reserve") == 0)

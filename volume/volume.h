@@ -6,7 +6,11 @@
  *   thin      maps logical slots to physical ones (volume/thin/),
  *             driving the engine only through engine.h.
  *
- * Locks go volume, then engine; the engine never calls up.  Functions
+ * Threads: the data path (pread, pwrite, zero, trim, flush, extents),
+ * the statistics and the map dump may be called from several threads
+ * at once; volume_open and volume_close by the owning thread alone,
+ * close with no request in progress.  Locks go volume, then engine;
+ * none is held on return, and the engine never calls up.  Functions
  * returning int return 0 or -1 with errno set, the error reported once
  * with dc_error.
  */

@@ -298,7 +298,9 @@ ts_pick (void *m, bool by_time, struct extent *out)
   twalk_r (tm->root, pick_visit, &p);
   if (p.best == NULL)
     return false;
-  *out = (struct extent) { p.best->offset, p.best->length, p.best->time };
+  *out = (struct extent) {
+    .offset = p.best->offset, .length = p.best->length, .time = p.best->time,
+  };
   return true;
 }
 

@@ -63,6 +63,14 @@ def record_fio(rec, path):
             if job[side]["total_ios"] > 0:
                 for k, v in fio_side(job, side).items():
                     rec["%s_%s_%s" % (name, side, k)] = v
+        # fsync=N: the syncs (NBD FLUSHes with the nbd engine) and their latency.
+        sync = job.get("sync", {})
+        if sync.get("total_ios", 0) > 0:
+            lat = sync.get("lat_ns", {})
+            rec["%s_sync_ios" % name] = sync["total_ios"]
+            rec["%s_sync_mean" % name] = lat.get("mean", 0) / 1e6
+            for p, v in lat.get("percentile", {}).items():
+                rec["%s_sync_p%s" % (name, p.rstrip("0").rstrip("."))] = v / 1e6
 
 
 LOG_TRIM = re.compile(r"^(\S+ \S+) connection=\d+ Trim id=\d+ offset=(0x[0-9a-f]+) count=(0x[0-9a-f]+)")
@@ -146,7 +154,7 @@ def record(args):
 def wall_time(meta):
     """The run's wall time, and each workload's where the run noted it."""
     took = meta.get("took") or {}
-    parts = ["%s %s s" % (w, took[w]) for w in ("mixed", "fs", "datapath", "memory", "extmap", "thin") if w in took]
+    parts = ["%s %s s" % (w, took[w]) for w in ("mixed", "fs", "datapath", "memory", "extmap", "thin", "journal") if w in took]
     return "%s s%s" % (meta.get("elapsed", "?"), " (%s)" % ", ".join(parts) if parts else "")
 
 
@@ -261,6 +269,8 @@ CONTENDER_NAMES = {
     "fuse": "discardfuse",
     "fuse-nodiscard": "no discard (discardfuse)",
     "file": "nbdkit file",
+    "dc-journal": "discardcache state= (journal on)",
+    "dc-nojournal": "discardcache state= journal=off",
 }
 
 
@@ -1057,13 +1067,52 @@ def load_summary(records):
     return "median %.1f, highest %.1f (2 CPUs)" % (median(loads), loads[-1])
 
 
+def report_journal(t, out, targets):
+    if not section(t, out, "7. The journal of the pending set: what FLUSH-heavy clients pay", (
+        "discardcache with `state=FILE` and the journal (`journal=on`, the default with "
+        "`state=`) against the same keys with `journal=off`, interleaved, on a sparse "
+        "file on this machine's disk (state file and journal beside it). `delay=1h` "
+        "keeps a TRIM of the whole disk pending, so every first write into a block "
+        "cancels a pending range: every write changes the pending set, the journal's "
+        "worst case (a write that changes neither set records nothing). Latency is the "
+        "FLUSH's for fio's `fsync=1` (fio's sync latency, the NBD FLUSH), the O_SYNC "
+        "write's (a write and a FLUSH or FUA through loop) on XFS. × is journal to no "
+        "journal.")):
+        return
+    rows = []
+    for case in t.cases:
+        sync = "fsync" in case
+        lat = "j_sync_" if sync else "j_write_"
+        iops = t.rel(case, "dc-journal", "dc-nojournal", "j_write_iops")
+        p50 = t.rel(case, "dc-journal", "dc-nojournal", lat + "p50")
+        p99 = t.rel(case, "dc-journal", "dc-nojournal", lat + "p99")
+        rows.append([case,
+                     fmt(t.med(case, "dc-nojournal", "j_write_iops")),
+                     fmt(t.med(case, "dc-journal", "j_write_iops")), fmt_rel(iops, 3),
+                     fmt(t.med(case, "dc-nojournal", lat + "p50"), 3),
+                     fmt(t.med(case, "dc-journal", lat + "p50"), 3), fmt_rel(p50, 3),
+                     fmt(t.med(case, "dc-nojournal", lat + "p99"), 3),
+                     fmt(t.med(case, "dc-journal", lat + "p99"), 3), fmt_rel(p99, 3),
+                     fmt(t.med(case, "dc-journal", "dc_journal_commits")),
+                     fmt(t.med(case, "dc-journal", "dc_journal_records"))])
+        if iops[0] is not None and p50[0] is not None:
+            targets.append(("7. journal, " + case, verdict(
+                iops[0] >= 0.95 and p50[0] <= 1.1,
+                "IOPS %s, %s latency p50 %s, p99 %s journal=off (targets ≥ 0.95x, ≤ 1.1x)"
+                % (fmt_rel(iops, 3), "FLUSH" if sync else "O_SYNC write",
+                   fmt_rel(p50, 3), fmt_rel(p99, 3)))))
+    out.append(md_table(["case", "off IOPS", "on IOPS", "×", "off p50 ms", "on p50 ms", "×",
+                         "off p99 ms", "on p99 ms", "×", "journal syncs", "records"], rows))
+    out.append("")
+
+
 def report(args):
     with open(args.results) as f:
         records = [json.loads(line) for line in f if line.strip()]
     meta = ([r for r in records if r.get("workload") == "meta"] or [{}])[-1]
     mixed, fs = Table(records, "mixed"), Table(records, "fs")
     dp, mem = Table(records, "datapath"), Table(records, "memory")
-    thin = Table(records, "thin")
+    thin, journal = Table(records, "thin"), Table(records, "journal")
     targets = []
     body = []
     report_mixed(mixed, body, targets)
@@ -1071,6 +1120,7 @@ def report(args):
     report_datapath(dp, body, targets)
     report_memory(mem, body, targets)
     report_thin(thin, body, targets)
+    report_journal(journal, body, targets)
     pngs = write_plots(mixed, fs, args.outdir, os.path.dirname(os.path.abspath(args.markdown)), meta)
 
     out = [BEGIN, "# Benchmarks: what discardcache buys and what it costs\n"]

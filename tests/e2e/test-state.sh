@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# discardcache: the state file (invariant 4) across restarts of nbdkit
+# discardcache: the state file (invariant 4) across restarts of nbdkit,
+# with journal=off (tests/e2e/test-journal-crash.sh tests the journal)
 # on a regular file.  A clean stop saves the pending set instead of
 # forwarding it and the next start loads exactly that set and removes
 # the file; after kill -9 there is nothing to replay; a corrupt,
@@ -27,7 +28,7 @@ start_dc ()
     # A name may be used again: start_nbdkit waits for a new pidfile.
     rm -f "$dir/$name.pid" "$dir/$name.sock"
     start_nbdkit -P "$dir/$name.pid" -U "$dir/$name.sock" "$PLUGIN" \
-        backend="$disk" state="$state" ctl="$dir/$name.ctl" \
+        backend="$disk" state="$state" ctl="$dir/$name.ctl" journal=off \
         statsfile="$dir/$name.json" "$@" 2>"$dir/$name.log"
     wait_for_ctl "$dir/$name.ctl"
 }

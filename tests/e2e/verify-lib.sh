@@ -31,21 +31,10 @@ verify_ops ()
     echo "$n"
 }
 
-# verify_setup: the scratch directory TESTDIR (mktempdir), and FASTDIR
-# for backing files: a directory on tmpfs when there is one (fdatasync
-# on a real disk would make flushes dominate the run time), else
-# TESTDIR.  Both are removed at exit.  (Not FASTDIR=$(...): a subshell
-# could not register the cleanup.)
+# verify_setup: TESTDIR and FASTDIR (fast_scratch_setup, functions.sh).
 verify_setup ()
 {
-    mktempdir
-    FASTDIR=$TESTDIR
-    if [ -d /dev/shm ] && [ -w /dev/shm ] &&
-       FASTDIR=$(mktemp -d /dev/shm/discardcache-verify.XXXXXX 2>/dev/null); then
-        cleanup_fn rm -rf "$FASTDIR"
-    else
-        FASTDIR=$TESTDIR
-    fi
+    fast_scratch_setup
 }
 
 # verify_run NAME BACKEND "PLUGIN KEYS" [VERIFY OPTIONS...]

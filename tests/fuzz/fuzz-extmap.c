@@ -213,9 +213,6 @@ do_query (struct run *run, uint8_t flags)
   const char *err;
 
   switch (q) {
-  case REF_LARGEST_BEFORE:
-    a.cutoff = get_time (run);
-    break;
   case REF_LARGEST_ALIGNED_BEFORE:
     a.cutoff = get_time (run);
     a.minlen = get_length (run, flags);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "file-header.h"
 #include "le.h"
 #include "thin.h"
 
@@ -112,7 +113,7 @@ fix_checksums (uint8_t *p, size_t size)
   if (namelen > size || paylen > size ||
       (end = hsize + namelen + paylen) > size)
     return;
-  put32 (p + crc_off, thin_checkpoint_crc (p, end, crc_off));
+  put32 (p + crc_off, file_frame_crc (p, end, crc_off));
   for (; end + rsize <= size; end += rsize)
     put32 (p + end + rsize - 4, crc32c (0, p + end, rsize - 4));
 }

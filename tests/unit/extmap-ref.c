@@ -75,7 +75,7 @@ ref_splice (struct extmap_ref *r, size_t i0, size_t i1,
 static int
 ref_insert_run (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t v)
 {
-  struct extent m = { s, len, v };
+  struct extent m = { .offset = s, .length = len, .value = v };
   size_t i0 = ref_first (r, s, true), i1 = i0;
 
   if (v + len > (UINT64_C (1) << 32))
@@ -106,7 +106,7 @@ ref_insert_run (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t v)
 int
 ref_insert (struct extmap_ref *r, uint64_t s, uint64_t len, uint32_t t)
 {
-  struct extent m = { s, 0, t };
+  struct extent m = { .offset = s, .length = 0, .time = t };
   uint64_t e = s + len;
   size_t i0 = ref_first (r, s, true), i1;
 
@@ -134,11 +134,13 @@ ref_remove (struct extmap_ref *r, uint64_t s, uint64_t len)
 
     removed += MIN (e, end_of (x)) - MAX (s, x->offset);
     if (x->offset < s)
-      keep[k++] = (struct extent) { x->offset, s - x->offset, x->time };
+      keep[k++] = (struct extent) {
+        .offset = x->offset, .length = s - x->offset, .time = x->time,
+      };
     if (end_of (x) > e)
       keep[k++] = (struct extent) {
-        e, end_of (x) - e,
-        r->runs ? x->time + (uint32_t) (e - x->offset) : x->time,
+        .offset = e, .length = end_of (x) - e,
+        .time = r->runs ? x->time + (uint32_t) (e - x->offset) : x->time,
       };
   }
   ref_splice (r, i0, i1, keep, k);
@@ -254,7 +256,7 @@ extern const char *extmap_check (const struct extmap *map);
 
 const char *const ref_query_names[REF_QUERIES] = {
   [REF_LARGEST] = "largest", [REF_OLDEST] = "oldest",
-  [REF_LARGEST_BEFORE] = "largest_before", [REF_FIND_OVERLAP] = "find_overlap",
+  [REF_FIND_OVERLAP] = "find_overlap",
   [REF_FIND_FROM] = "find_from", [REF_ITERATE] = "iterate",
   [REF_OLDEST_FORWARDABLE] = "oldest_forwardable",
   [REF_LARGEST_ALIGNED_BEFORE] = "largest_aligned_before",
@@ -346,9 +348,6 @@ ref_check_query (const struct extmap *map, const struct extmap_ref *r,
                            ref_largest_before (r, UINT32_MAX));
   case REF_OLDEST:
     return compare_extent (name, extmap_oldest (map, &e), &e, ref_oldest (r));
-  case REF_LARGEST_BEFORE:
-    return compare_extent (name, extmap_largest_before (map, a->cutoff, &e),
-                           &e, ref_largest_before (r, a->cutoff));
   case REF_FIND_OVERLAP:
     /* Nothing overlaps an empty range; an end past 2^64 is cut. */
     end = a->x + a->len < a->x ? UINT64_MAX : a->x + a->len;

@@ -59,15 +59,14 @@ extern const struct extent *ref_largest_aligned_before
 /* ---- the map against the reference ---- */
 
 enum ref_query {
-  REF_LARGEST, REF_OLDEST, REF_LARGEST_BEFORE, REF_FIND_OVERLAP,
+  REF_LARGEST, REF_OLDEST, REF_FIND_OVERLAP,
   REF_FIND_FROM, REF_ITERATE, REF_OLDEST_FORWARDABLE,
   REF_LARGEST_ALIGNED_BEFORE, REF_QUERIES
 };
 extern const char *const ref_query_names[REF_QUERIES];
 
 /* The arguments a query uses: x and len (find_overlap), x (find_from,
- * iterate, which stops after stop_after extents), cutoff
- * (largest_before, largest_aligned_before), minlen
+ * iterate, which stops after stop_after extents), cutoff and minlen
  * (largest_aligned_before).
  */
 struct ref_query_args {

@@ -172,9 +172,6 @@ random_query (struct run *run)
   const char *err;
 
   switch (q) {
-  case REF_LARGEST_BEFORE:
-    a.cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
-    break;
   case REF_LARGEST_ALIGNED_BEFORE:
     a.cutoff = below (3) == 0 ? (uint32_t) rnd () : pick_time (run);
     /* The map's minlen (its fast path), none, or any other. */

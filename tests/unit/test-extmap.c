@@ -133,6 +133,16 @@ remove_einval (struct extmap *map, uint64_t offset, uint64_t length)
   assert_int_equal (errno, EINVAL);
 }
 
+/* The flusher's pick with every extent eligible (a granule of one
+ * byte, no minlen): the longest extent whose time is at most cutoff.
+ */
+static bool
+largest_before (struct extmap *map, uint32_t cutoff, struct extent *e)
+{
+  extmap_set_granularity (map, 1);
+  return extmap_largest_aligned_before (map, cutoff, 0, e);
+}
+
 /* splitmix64, for reproducible random patterns. */
 static uint64_t
 rnd (uint64_t *state)
@@ -157,7 +167,7 @@ test_empty (void **state)
   assert_int_equal (extmap_bytes (map), 0);
   assert_false (extmap_largest (map, &e));
   assert_false (extmap_oldest (map, &e));
-  assert_false (extmap_largest_before (map, UINT32_MAX, &e));
+  assert_false (largest_before (map, UINT32_MAX, &e));
   assert_false (extmap_find_from (map, 0, &e));
   assert_false (extmap_find_overlap (map, 0, TOP, &e));
   assert_int_equal (extmap_iterate (map, 0, expect_visit, NULL), 0);
@@ -180,45 +190,45 @@ struct insert_case {
 
 static const struct insert_case insert_cases[] = {
   { "disjoint, any order",
-    { { 100, 10, 1 }, { 300, 10, 3 }, { 200, 10, 2 }, { 0, 10, 0 } },
-    { { 0, 10, 0 }, { 100, 10, 1 }, { 200, 10, 2 }, { 300, 10, 3 } } },
+    { { 100, 10, { 1 } }, { 300, 10, { 3 } }, { 200, 10, { 2 } }, { 0, 10, { 0 } } },
+    { { 0, 10, { 0 } }, { 100, 10, { 1 } }, { 200, 10, { 2 } }, { 300, 10, { 3 } } } },
   { "touching on the left: starts where the other ends",
-    { { 100, 10, 5 }, { 110, 10, 3 } },
-    { { 100, 20, 5 } } },
+    { { 100, 10, { 5 } }, { 110, 10, { 3 } } },
+    { { 100, 20, { 5 } } } },
   { "touching on the right: ends where the other starts",
-    { { 100, 10, 3 }, { 90, 10, 5 } },
-    { { 90, 20, 5 } } },
+    { { 100, 10, { 3 } }, { 90, 10, { 5 } } },
+    { { 90, 20, { 5 } } } },
   { "touching both: fills the hole exactly",
-    { { 100, 10, 1 }, { 120, 10, 9 }, { 110, 10, 4 } },
-    { { 100, 30, 9 } } },
+    { { 100, 10, { 1 } }, { 120, 10, { 9 } }, { 110, 10, { 4 } } },
+    { { 100, 30, { 9 } } } },
   { "one byte apart: no merge",
-    { { 100, 10, 1 }, { 111, 10, 1 } },
-    { { 100, 10, 1 }, { 111, 10, 1 } } },
+    { { 100, 10, { 1 } }, { 111, 10, { 1 } } },
+    { { 100, 10, { 1 } }, { 111, 10, { 1 } } } },
   { "the missing byte",
-    { { 100, 10, 1 }, { 111, 10, 1 }, { 110, 1, 2 } },
-    { { 100, 21, 2 } } },
+    { { 100, 10, { 1 } }, { 111, 10, { 1 } }, { 110, 1, { 2 } } },
+    { { 100, 21, { 2 } } } },
   { "overlapping the tail",
-    { { 100, 50, 1 }, { 140, 20, 2 } },
-    { { 100, 60, 2 } } },
+    { { 100, 50, { 1 } }, { 140, 20, { 2 } } },
+    { { 100, 60, { 2 } } } },
   { "overlapping the head, older",
-    { { 100, 50, 2 }, { 90, 20, 0 } },
-    { { 90, 60, 2 } } },
+    { { 100, 50, { 2 } }, { 90, 20, { 0 } } },
+    { { 90, 60, { 2 } } } },
   { "contained, newer: the time is renewed",
-    { { 100, 100, 1 }, { 120, 10, 7 } },
-    { { 100, 100, 7 } } },
+    { { 100, 100, { 1 } }, { 120, 10, { 7 } } },
+    { { 100, 100, { 7 } } } },
   { "identical, older",
-    { { 100, 100, 7 }, { 100, 100, 3 } },
-    { { 100, 100, 7 } } },
+    { { 100, 100, { 7 } }, { 100, 100, { 3 } } },
+    { { 100, 100, { 7 } } } },
   { "containing three, not the fourth",
-    { { 100, 10, 8 }, { 120, 10, 2 }, { 140, 10, 3 }, { 300, 10, 9 },
-      { 50, 200, 1 } },
-    { { 50, 200, 8 }, { 300, 10, 9 } } },
+    { { 100, 10, { 8 } }, { 120, 10, { 2 } }, { 140, 10, { 3 } }, { 300, 10, { 9 } },
+      { 50, 200, { 1 } } },
+    { { 50, 200, { 8 } }, { 300, 10, { 9 } } } },
   { "the newest time of all parts",
-    { { 0, 10, 100 }, { 20, 10, UINT32_MAX }, { 40, 10, 0 }, { 5, 40, 50 } },
-    { { 0, 50, UINT32_MAX } } },
+    { { 0, 10, { 100 } }, { 20, 10, { UINT32_MAX } }, { 40, 10, { 0 } }, { 5, 40, { 50 } } },
+    { { 0, 50, { UINT32_MAX } } } },
   { "at offset 0",
-    { { 0, 1, 1 }, { 1, 9, 2 } },
-    { { 0, 10, 2 } } },
+    { { 0, 1, { 1 } }, { 1, 9, { 2 } } },
+    { { 0, 10, { 2 } } } },
 };
 
 static void
@@ -251,7 +261,7 @@ test_merge_many (void **state)
     insert_ok (map, i * 8 * KiB, 4 * KiB, i % 1000);
   assert_int_equal (extmap_count (map), n);
   insert_ok (map, 2 * KiB, (n - 1) * 8 * KiB, 3);
-  ASSERT_MAP (map, { 0, (n - 1) * 8 * KiB + 4 * KiB, 999 });
+  ASSERT_MAP (map, { 0, (n - 1) * 8 * KiB + 4 * KiB, { 999 } });
 }
 
 static void
@@ -265,9 +275,9 @@ test_offset_zero (void **state)
   assert_extent (&e, 0, 1, 1);
   assert_true (extmap_find_overlap (map, 0, 1, &e));
   insert_ok (map, 1, 9, 2);
-  ASSERT_MAP (map, { 0, 10, 2 });
+  ASSERT_MAP (map, { 0, 10, { 2 } });
   assert_int_equal (remove_ok (map, 0, 1), 1);
-  ASSERT_MAP (map, { 1, 9, 2 });
+  ASSERT_MAP (map, { 1, 9, { 2 } });
 }
 
 /* ---- ranges the map refuses ---- */
@@ -283,14 +293,14 @@ test_top_of_range (void **state)
   insert_einval (map, TOP - 4096, 4097);        /* one past */
   insert_einval (map, TOP, 1);
   remove_einval (map, TOP - 1, 2);
-  ASSERT_MAP (map, { TOP - 4096, 4096, 2 });
+  ASSERT_MAP (map, { TOP - 4096, 4096, { 2 } });
   assert_true (extmap_find_from (map, TOP - 1, &e));
   assert_false (extmap_find_from (map, TOP, &e));
   assert_true (extmap_find_overlap (map, TOP - 1, UINT64_MAX, &e));
   assert_int_equal (remove_ok (map, TOP - 2048, 2048), 2048);
-  ASSERT_MAP (map, { TOP - 4096, 2048, 2 });
+  ASSERT_MAP (map, { TOP - 4096, 2048, { 2 } });
   insert_ok (map, 0, TOP, 0);                   /* everything */
-  ASSERT_MAP (map, { 0, TOP, 2 });
+  ASSERT_MAP (map, { 0, TOP, { 2 } });
   assert_int_equal (remove_ok (map, 0, TOP), TOP);
   ASSERT_MAP (map);
 }
@@ -306,7 +316,7 @@ test_overflow (void **state)
   insert_einval (map, 4096, UINT64_MAX);
   remove_einval (map, UINT64_MAX, 2);
   remove_einval (map, 1, UINT64_MAX);
-  ASSERT_MAP (map, { 4096, 4096, 1 });
+  ASSERT_MAP (map, { 4096, 4096, { 1 } });
 }
 
 static void
@@ -320,7 +330,7 @@ test_zero_length (void **state)
   insert_einval (map, 0, 0);
   remove_einval (map, 5000, 0);
   assert_false (extmap_find_overlap (map, 5000, 0, &e));
-  ASSERT_MAP (map, { 4096, 4096, 1 });
+  ASSERT_MAP (map, { 4096, 4096, { 1 } });
 }
 
 /* ---- remove ---- */
@@ -332,10 +342,10 @@ test_remove_split (void **state)
 
   insert_ok (map, 0, 100, 7);
   assert_int_equal (remove_ok (map, 40, 20), 20);
-  ASSERT_MAP (map, { 0, 40, 7 }, { 60, 40, 7 });
+  ASSERT_MAP (map, { 0, 40, { 7 } }, { 60, 40, { 7 } });
   assert_int_equal (remove_ok (map, 41, 1), 0);  /* in the hole */
   assert_int_equal (remove_ok (map, 39, 22), 2); /* a byte off each */
-  ASSERT_MAP (map, { 0, 39, 7 }, { 61, 39, 7 });
+  ASSERT_MAP (map, { 0, 39, { 7 } }, { 61, 39, { 7 } });
 }
 
 static void
@@ -346,7 +356,7 @@ test_remove_edges (void **state)
   insert_ok (map, 100, 100, 1);
   assert_int_equal (remove_ok (map, 50, 60), 10);        /* the head */
   assert_int_equal (remove_ok (map, 190, 60), 10);       /* the tail */
-  ASSERT_MAP (map, { 110, 80, 1 });
+  ASSERT_MAP (map, { 110, 80, { 1 } });
   assert_int_equal (remove_ok (map, 100, 10), 0);        /* just before */
   assert_int_equal (remove_ok (map, 190, 10), 0);        /* just after */
   assert_int_equal (remove_ok (map, 110, 80), 80);       /* exactly */
@@ -385,7 +395,7 @@ test_remove_all_and_reuse (void **state)
   assert_int_equal (remove_ok (map, 0, TOP), bytes);
   ASSERT_MAP (map);
   insert_ok (map, 8192, 4096, 1);
-  ASSERT_MAP (map, { 8192, 4096, 1 });
+  ASSERT_MAP (map, { 8192, 4096, { 1 } });
 }
 
 /* ---- queries ---- */
@@ -440,16 +450,16 @@ test_largest_before (void **state)
   insert_ok (map, 2000, 80, 10);
   insert_ok (map, 3000, 80, 20);
   insert_ok (map, 4000, 60, 5);
-  assert_false (extmap_largest_before (map, 4, &e));
-  assert_true (extmap_largest_before (map, 5, &e));      /* <= cutoff */
+  assert_false (largest_before (map, 4, &e));
+  assert_true (largest_before (map, 5, &e));      /* <= cutoff */
   assert_extent (&e, 4000, 60, 5);
-  assert_true (extmap_largest_before (map, 20, &e));     /* tie: lower */
+  assert_true (largest_before (map, 20, &e));     /* tie: lower */
   assert_extent (&e, 2000, 80, 10);
-  assert_true (extmap_largest_before (map, 49, &e));
+  assert_true (largest_before (map, 49, &e));
   assert_extent (&e, 2000, 80, 10);
-  assert_true (extmap_largest_before (map, 50, &e));
+  assert_true (largest_before (map, 50, &e));
   assert_extent (&e, 1000, 100, 50);
-  assert_true (extmap_largest_before (map, UINT32_MAX, &e));
+  assert_true (largest_before (map, UINT32_MAX, &e));
   assert_extent (&e, 1000, 100, 50);
 }
 
@@ -469,9 +479,9 @@ test_largest_before_many (void **state)
    * the longest even-numbered one with i <= 999: i = 498 and i = 998
    * both have length 499, and the lower offset wins.
    */
-  assert_true (extmap_largest_before (map, 999, &e));
+  assert_true (largest_before (map, 999, &e));
   assert_extent (&e, 498000, 499, 498);
-  assert_true (extmap_largest_before (map, 0, &e));
+  assert_true (largest_before (map, 0, &e));
   assert_extent (&e, 0, 1, 0);
   assert_true (extmap_largest (map, &e));
   assert_extent (&e, 499000, 500, 1000);
@@ -598,7 +608,7 @@ test_clear (void **state)
   ASSERT_MAP (map);
   assert_int_equal (extmap_memory (map), empty);
   insert_ok (map, 7, 1, 1);
-  ASSERT_MAP (map, { 7, 1, 1 });
+  ASSERT_MAP (map, { 7, 1, { 1 } });
 }
 
 static void
@@ -611,15 +621,15 @@ test_rebase_time (void **state)
   insert_ok (map, 100, 20, 100);
   insert_ok (map, 200, 30, UINT32_MAX);
   extmap_rebase_time (map, 50);
-  ASSERT_MAP (map, { 0, 10, 0 }, { 100, 20, 50 },
-              { 200, 30, UINT32_MAX - 50 });
+  ASSERT_MAP (map, { 0, 10, { 0 } }, { 100, 20, { 50 } },
+              { 200, 30, { UINT32_MAX - 50 } });
   assert_true (extmap_oldest (map, &e));
   assert_extent (&e, 0, 10, 0);
-  assert_true (extmap_largest_before (map, 50, &e));
+  assert_true (largest_before (map, 50, &e));
   assert_extent (&e, 100, 20, 50);
   extmap_rebase_time (map, UINT32_MAX);
-  ASSERT_MAP (map, { 0, 10, 0 }, { 100, 20, 0 }, { 200, 30, 0 });
-  assert_true (extmap_largest_before (map, 0, &e));
+  ASSERT_MAP (map, { 0, 10, { 0 } }, { 100, 20, { 0 } }, { 200, 30, { 0 } });
+  assert_true (largest_before (map, 0, &e));
   assert_extent (&e, 200, 30, 0);
 }
 
@@ -660,7 +670,7 @@ test_memory_fragmentation (void **state)
   most = extmap_memory (map);
   for (uint64_t b = 1; b < blocks; b += 2)
     insert_ok (map, b * 4 * KiB, 4 * KiB, 2);
-  ASSERT_MAP (map, { 0, blocks * 4 * KiB, 2 });
+  ASSERT_MAP (map, { 0, blocks * 4 * KiB, { 2 } });
   print_message ("memory: one extent %zu, %" PRIu64 " extents %zu, "
                  "healed %zu bytes\n", one, blocks / 2, most,
                  extmap_memory (map));
@@ -857,24 +867,24 @@ test_runs (void **state)
   assert_int_equal (extmap_insert (runs, 0, 4, 100), 0);
   assert_int_equal (extmap_insert (runs, 4, 2, 104), 0);   /* continues */
   assert_int_equal (extmap_insert (runs, 6, 2, 200), 0);   /* touches only */
-  ASSERT_MAP (runs, { 0, 6, 100 }, { 6, 2, 200 });
+  ASSERT_MAP (runs, { 0, 6, { 100 } }, { 6, 2, { 200 } });
   errno = 0;
   assert_int_equal (extmap_insert (runs, 7, 4, 300), -1); /* overlaps */
   assert_int_equal (errno, EINVAL);
   assert_int_equal (extmap_insert (runs, 20, 2, UINT32_MAX), -1);
   assert_int_equal (extmap_insert (runs, 20, 2, UINT32_MAX - 1), 0);
   assert_int_equal (extmap_remove (runs, 1, 2, NULL), 0);  /* split */
-  ASSERT_MAP (runs, { 0, 1, 100 }, { 3, 3, 103 }, { 6, 2, 200 },
-              { 20, 2, UINT32_MAX - 1 });
+  ASSERT_MAP (runs, { 0, 1, { 100 } }, { 3, 3, { 103 } }, { 6, 2, { 200 } },
+              { 20, 2, { UINT32_MAX - 1 } });
   assert_int_equal (extmap_remove (runs, 5, 2, NULL), 0);  /* two ends */
-  ASSERT_MAP (runs, { 0, 1, 100 }, { 3, 2, 103 }, { 7, 1, 201 },
-              { 20, 2, UINT32_MAX - 1 });
+  ASSERT_MAP (runs, { 0, 1, { 100 } }, { 3, 2, { 103 } }, { 7, 1, { 201 } },
+              { 20, 2, { UINT32_MAX - 1 } });
   /* Filling the hole joins left and right when both continue. */
   assert_int_equal (extmap_insert (runs, 1, 2, 101), 0);
-  ASSERT_MAP (runs, { 0, 5, 100 }, { 7, 1, 201 }, { 20, 2, UINT32_MAX - 1 });
+  ASSERT_MAP (runs, { 0, 5, { 100 } }, { 7, 1, { 201 } }, { 20, 2, { UINT32_MAX - 1 } });
   assert_int_equal (extmap_insert (runs, 5, 2, 105), 0);   /* left only */
   assert_int_equal (extmap_insert (runs, 19, 1, UINT32_MAX - 2), 0);
-  ASSERT_MAP (runs, { 0, 7, 100 }, { 7, 1, 201 }, { 19, 3, UINT32_MAX - 2 });
+  ASSERT_MAP (runs, { 0, 7, { 100 } }, { 7, 1, { 201 } }, { 19, 3, { UINT32_MAX - 2 } });
   extmap_free (runs);
 }
 

@@ -40,6 +40,36 @@ test_size (void **state)
   }
 }
 
+/* auto|SIZE: auto is 0; bounds, powers of two and the size forms. */
+static void
+test_auto_size (void **state)
+{
+  uint64_t v = 7;
+
+  assert_int_equal (parse_auto_size ("k", "auto", "f", 512, 1 << 30, true,
+                                     &v), 0);
+  assert_int_equal (v, 0);
+  assert_int_equal (parse_auto_size ("k", "4k", "f", 512, 1 << 30, true,
+                                     &v), 0);
+  assert_int_equal (v, 4096);
+  assert_int_equal (parse_auto_size ("k", "1G", "f", 512, 1 << 30, true,
+                                     &v), 0);
+  assert_int_equal (v, UINT64_C (1) << 30);
+  assert_int_equal (parse_auto_size ("k", "1000", "f", 512, UINT64_MAX,
+                                     false, &v), 0);
+  assert_int_equal (v, 1000);
+  v = 7;
+  const char *bad[] = { "", "Auto", "auto2", "-4k", "256", "2G", "12k",
+                        "0", "4kk" };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    errno = 0;
+    assert_int_equal (parse_auto_size ("k", bad[i], "f", 512, 1 << 30, true,
+                                       &v), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (v, 7);
+  }
+}
+
 static void
 test_duration (void **state)
 {
@@ -175,6 +205,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_size),
+    cmocka_unit_test (test_auto_size),
     cmocka_unit_test (test_duration),
     cmocka_unit_test (test_bool),
     cmocka_unit_test (test_scaled_count),

@@ -76,6 +76,8 @@ open_engine (struct mem_backend **memp, uint64_t size, const char *name,
 
   engine_config_init (&cfg);
   cfg.delay_ms = 3600000;
+  /* The state file of a clean stop alone (test-journal: the journal). */
+  cfg.journal = false;
   assert_int_equal (engine_config_set (&cfg, "state", path), 0);
   for (; keys && *keys; keys += 2)
     assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
@@ -437,6 +439,7 @@ test_read_only_leaves_it (void **state)
 
   free (save_pattern ().x);
   engine_config_init (&cfg);
+  cfg.journal = false;
   assert_int_equal (engine_config_set (&cfg, "state", path), 0);
   mem->b.limits.read_only = true;
   e = engine_open (&cfg, &mem->b);

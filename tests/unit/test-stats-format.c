@@ -81,6 +81,7 @@ fill (struct volume_stats *st)
     case STATS_INT: *(int *) p = (int) (2000 + i); break;
     case STATS_BOOL: *(bool *) p = i % 2; break;
     case STATS_PACE: *(enum pace_mode *) p = PACE_MEMORY; break;
+    case STATS_STR: *(const char **) p = stats_fields[i].key; break;
     }
   }
 }
@@ -133,6 +134,9 @@ test_json (void **state)
       break;
     case STATS_PACE:
       assert_string_equal (jf_str (&o, f->key), "memory");
+      break;
+    case STATS_STR:
+      assert_string_equal (jf_str (&o, f->key), f->key);
       break;
     }
   }
@@ -205,7 +209,7 @@ test_prometheus (void **state)
 {
   struct volume_stats st;
   char *json, *text, *p, want[512];
-  char last[128] = "", done[128][128];
+  char last[128] = "", done[STATS_NKEYS][128];
   size_t exported = 0, families = 0, series = 0, helps = 0, ndone = 0;
 
   fill (&st);
@@ -231,6 +235,10 @@ test_prometheus (void **state)
   snprintf (want, sizeof want, "\ndiscardcache_paused %d\n",
             STAT_paused % 2);
   assert_non_null (strstr (text, want));
+  /* A state set: the one value the server reports, as a label. */
+  assert_non_null (strstr (text, "\n# TYPE discardcache_breaker_state gauge\n"
+                           "discardcache_breaker_state{state=\"breaker_state\"}"
+                           " 1\n"));
 
   for (char *line = strtok_r (text, "\n", &p); line;
        line = strtok_r (NULL, "\n", &p)) {
@@ -248,7 +256,7 @@ test_prometheus (void **state)
       for (size_t k = 0; k < ndone; k++)
         if (strcmp (done[k], name) == 0)
           fail_msg ("%s: its series are not together", name);
-      assert_true (ndone < 128);
+      assert_true (ndone < STATS_NKEYS);
       strcpy (done[ndone++], last);
       strcpy (last, name);
     }

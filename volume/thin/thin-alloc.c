@@ -105,7 +105,8 @@ plan_push (struct plan *pl, uint64_t l, uint64_t n, uint32_t p, bool fresh)
  * or was dropped): it is clean space now.
  */
 static void
-settle_locked (struct thin *t, const struct extent *x)
+pending_to_clean_locked (struct thin *t, const struct extent *x)
+  REQUIRES (thin_lock)
 {
   bool zero = thin_reads_as_zeros_locked (t, x->offset, x->length);
 
@@ -121,7 +122,7 @@ thin_reap_locked (struct thin *t, unsigned max)
 
   while (max-- > 0 && thin_space_oldest_pending (&t->space, &x) &&
          !discard_pending (t, x.offset, x.length))
-    settle_locked (t, &x);
+    pending_to_clean_locked (t, &x);
 }
 
 /* The physical slot that continues logical slot l-1, if l-1 is mapped
@@ -129,6 +130,7 @@ thin_reap_locked (struct thin *t, unsigned max)
  */
 static uint64_t
 goal_after_locked (struct thin *t, uint64_t l)
+  REQUIRES (thin_lock)
 {
   uint64_t n;
   uint32_t p;
@@ -157,7 +159,8 @@ goal_after_locked (struct thin *t, uint64_t l)
  * take every other slot and neither would be contiguous.
  */
 static bool
-is_tail (const struct thin *t, uint64_t p)
+is_tail_locked (const struct thin *t, uint64_t p)
+  REQUIRES (thin_lock)
 {
   for (unsigned i = 0; i < THIN_ACTIVE_TAILS; i++)
     if (t->tails[i] == p)
@@ -169,7 +172,8 @@ is_tail (const struct thin *t, uint64_t p)
  * from (THIN_MAX_PHYS: a new stream).
  */
 static void
-note_tail (struct thin *t, uint64_t from, uint64_t tail)
+note_tail_locked (struct thin *t, uint64_t from, uint64_t tail)
+  REQUIRES (thin_lock)
 {
   for (unsigned i = 0; i < THIN_ACTIVE_TAILS; i++)
     if (t->tails[i] == from) {
@@ -181,7 +185,8 @@ note_tail (struct thin *t, uint64_t from, uint64_t tail)
 
 /* The free run that starts at goal, if there is one, and its set. */
 static enum thin_free_kind
-run_at_goal (struct thin *t, uint64_t goal, struct extent *x)
+run_at_goal_locked (struct thin *t, uint64_t goal, struct extent *x)
+  REQUIRES (thin_lock)
 {
   enum thin_free_kind kind;
 
@@ -223,6 +228,7 @@ struct choice {
 static void
 choose_locked (struct thin *t, uint64_t goal, uint64_t want,
                struct choice *c)
+  REQUIRES (thin_lock)
 {
   enum thin_free_kind at_goal;
   uint64_t at, from_goal;
@@ -231,14 +237,14 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
   /* (Settling pending runs below can only make a clean run at goal
    * longer: g stays true.)
    */
-  at_goal = run_at_goal (t, goal, &g);
+  at_goal = run_at_goal_locked (t, goal, &g);
   if (at_goal == THIN_PENDING || at_goal == THIN_RESERVE) {
     *c = (struct choice) {
       .p = (uint32_t) goal, .k = MIN (want, g.length), .kind = at_goal,
       .run = g,
     };
     c->pending = at_goal == THIN_PENDING && discard_pending (t, goal, c->k);
-    note_tail (t, goal, goal + c->k);
+    note_tail_locked (t, goal, goal + c->k);
     return;
   }
   c->pending = false;
@@ -251,11 +257,11 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
       c->kind = THIN_PENDING;
       break;
     }
-    settle_locked (t, &x);
+    pending_to_clean_locked (t, &x);
   }
   if (c->kind != THIN_NOT_FREE) {
     c->k = MIN (want, x.length);
-    at = x.length > c->k && is_tail (t, x.offset)
+    at = x.length > c->k && is_tail_locked (t, x.offset)
          ? x.offset + x.length - c->k : x.offset;
     from_goal = THIN_MAX_PHYS;
   }
@@ -270,14 +276,14 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
     c->kind = thin_space_largest_clean (&t->space, want, &x);
     if (c->kind == THIN_NOT_FREE)
       abort ();                     /* the caller counted the free slots */
-    at = x.length > 1 && is_tail (t, x.offset)
+    at = x.length > 1 && is_tail_locked (t, x.offset)
          ? x.offset + x.length / 2 : x.offset;
     c->k = MIN (want, x.offset + x.length - at);
     from_goal = THIN_MAX_PHYS;
   }
   c->p = (uint32_t) at;
   c->run = x;
-  note_tail (t, from_goal, at + c->k);
+  note_tail_locked (t, from_goal, at + c->k);
 }
 
 
@@ -299,6 +305,7 @@ thin_unreserve_locked (struct thin *t, const struct plan *pl)
 static int
 allocate_gap_locked (struct thin *t, struct plan *pl, uint64_t l, uint64_t n,
                      uint64_t l0, uint64_t l1)
+  REQUIRES (thin_lock)
 {
   const struct segment *prev = pl->n ? &pl->seg[pl->n - 1] : NULL;
   uint64_t goal = prev && prev->l + prev->n == l

@@ -5,19 +5,34 @@
  * thin-open.c (opening, geometry, statistics) and thin-meta.c (the meta
  * file on disk: commits, checkpoints, recovery).
  *
- * Locks: commit_lock (one commit or checkpoint at a time, and the meta
- * file's descriptor), then lock (everything else, never held across
- * I/O), then the engine's.  Nothing below calls up.
+ * Locks, in the order they are taken (never the other way round):
+ *   1. commit_lock (thin_commit_lock): one commit or checkpoint at a
+ *      time, and the meta file's descriptor and length; held across the
+ *      journal's I/O;
+ *   2. lock (thin_lock): everything else, never held across I/O;
+ *   3. the engine's, inside engine.h's calls, never held on return.
+ * clang's -Wthread-safety checks them as cache/ does (common/lock.h):
+ * fields marked GUARDED_BY are touched only holding that lock; a
+ * function that needs the thin lock is *_locked and REQUIRES it, one
+ * that may drop and retake it (a condition wait, a commit) is
+ * *_drops_lock, so that its caller knows the map may have moved; one
+ * that takes a lock itself EXCLUDES it.  One capability object stands
+ * for that lock of every thin volume (clang cannot name a sibling
+ * field in C).  While a thin volume is being opened or freed nobody
+ * else sees it: those functions are left out of the analysis.
+ * Nothing below calls up.
  */
 #ifndef DISCARDCACHE_THIN_INTERNAL_H
 #define DISCARDCACHE_THIN_INTERNAL_H
 
 #include <pthread.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "engine.h"
+#include "lock.h"
 #include "thin.h"
 #include "volume-internal.h"
 
@@ -34,6 +49,8 @@ struct thin_undurable {
                                        run has no discard: at once) */
 };
 
+extern struct dc_capability thin_commit_lock, thin_lock;
+
 /* Streams whose next slot the allocator keeps free for them. */
 #define THIN_ACTIVE_TAILS 16
 
@@ -46,37 +63,59 @@ struct thin {
   char *path;                       /* meta= */
   bool read_only;
 
-  pthread_mutex_t commit_lock;      /* one commit or checkpoint at a time; */
-  int fd;                           /* the meta file, written under it */
-  uint64_t journal_end;             /* its length */
-  uint64_t journal_limit;           /* checkpoint past this, */
-  uint64_t journal_per_run;         /* and this much a mapped run */
+  /* One commit or checkpoint at a time, and the meta file. */
+  pthread_mutex_t commit_lock;      /* thin_commit_lock */
+  int fd GUARDED_BY (thin_commit_lock);
+  uint64_t journal_end GUARDED_BY (thin_commit_lock); /* its length */
+  /* Checkpoint past journal_limit, and journal_per_run a mapped run. */
+  uint64_t journal_limit GUARDED_BY (thin_commit_lock);
+  uint64_t journal_per_run GUARDED_BY (thin_commit_lock);
 
-  pthread_mutex_t lock;             /* guards everything below */
+  pthread_mutex_t lock;             /* thin_lock: guards everything below */
   pthread_cond_t changed;           /* a request ended, slots were freed */
-  struct thin_map map;
-  struct thin_space space;
-  struct thin_op *ops;              /* requests in flight (thin-order.c) */
-  uint64_t next_ticket;
-  struct thin_undurable *undurable; /* in sequence order */
-  size_t nundurable, capundurable;
-  uint64_t undurable_slots;
-  uint64_t tails[THIN_ACTIVE_TAILS]; /* where recent streams continue */
-  unsigned next_tail;
-  unsigned char *buf;               /* encoded records not on disk yet */
-  size_t buflen, bufcap;
-  unsigned char *taken;             /* ... older ones a commit took (and */
-  size_t takenlen, takencap;        /* writes; left by a failed one) */
-  uint64_t next_seq;                /* the next record's number */
-  uint64_t durable_seq;             /* records up to this are on disk */
-  uint64_t trims, trim_bytes;       /* as the client sent them */
-  uint64_t reserve_limit;           /* slots the reserve keeps (reserve=) */
-  uint64_t reserve_writes;          /* writes served from the reserve */
-  uint64_t avoided, avoided_slots;  /* reserve picks: discards not sent */
-  uint64_t released, released_slots; /* reserve runs handed to the engine */
-  uint64_t allocated, reused, enospc, zero_fills, commits, checkpoints;
-  uint64_t last_checkpoint;
-  uint64_t meta_bytes;              /* journal_end, for stats */
+  struct thin_map map GUARDED_BY (thin_lock);
+  struct thin_space space GUARDED_BY (thin_lock);
+  /* Requests in flight (thin-order.c). */
+  struct thin_op *ops GUARDED_BY (thin_lock);
+  uint64_t next_ticket GUARDED_BY (thin_lock);
+  /* Unmapped runs not free yet, in sequence order. */
+  struct thin_undurable *undurable GUARDED_BY (thin_lock);
+  size_t nundurable GUARDED_BY (thin_lock);
+  size_t capundurable GUARDED_BY (thin_lock);
+  uint64_t undurable_slots GUARDED_BY (thin_lock);
+  /* Where recent streams continue. */
+  uint64_t tails[THIN_ACTIVE_TAILS] GUARDED_BY (thin_lock);
+  unsigned next_tail GUARDED_BY (thin_lock);
+  /* Encoded records not on disk yet. */
+  unsigned char *buf GUARDED_BY (thin_lock);
+  size_t buflen GUARDED_BY (thin_lock);
+  size_t bufcap GUARDED_BY (thin_lock);
+  /* Older records a commit took (it writes them, holding commit_lock
+   * too; a failed one leaves them there, in front of buf's).
+   */
+  unsigned char *taken GUARDED_BY (thin_lock);
+  size_t takenlen GUARDED_BY (thin_lock);
+  size_t takencap GUARDED_BY (thin_lock);
+  uint64_t next_seq GUARDED_BY (thin_lock); /* the next record's number */
+  uint64_t durable_seq GUARDED_BY (thin_lock); /* up to this on disk */
+  /* Statistics: trims as the client sent them, and the rest. */
+  uint64_t trims GUARDED_BY (thin_lock);
+  uint64_t trim_bytes GUARDED_BY (thin_lock);
+  uint64_t reserve_limit GUARDED_BY (thin_lock); /* slots (reserve=) */
+  uint64_t reserve_writes GUARDED_BY (thin_lock); /* served from it */
+  /* Reserve picks (discards never sent), and runs released from it. */
+  uint64_t avoided GUARDED_BY (thin_lock);
+  uint64_t avoided_slots GUARDED_BY (thin_lock);
+  uint64_t released GUARDED_BY (thin_lock);
+  uint64_t released_slots GUARDED_BY (thin_lock);
+  uint64_t allocated GUARDED_BY (thin_lock);
+  uint64_t reused GUARDED_BY (thin_lock);
+  uint64_t enospc GUARDED_BY (thin_lock);
+  uint64_t zero_fills GUARDED_BY (thin_lock);
+  uint64_t commits GUARDED_BY (thin_lock);
+  uint64_t checkpoints GUARDED_BY (thin_lock);
+  uint64_t last_checkpoint GUARDED_BY (thin_lock);
+  uint64_t meta_bytes GUARDED_BY (thin_lock); /* journal_end, for stats */
 };
 
 static inline struct thin *
@@ -91,39 +130,97 @@ phys_offset (const struct thin *t, uint64_t p)
   return p << t->shift;
 }
 
+/* Take and give back the thin lock and the commit lock, and wait on
+ * t->changed (which drops and retakes the thin lock).
+ */
+static inline void
+thin_lock_acquire (struct thin *t)
+  ACQUIRE (thin_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  pthread_mutex_lock (&t->lock);
+}
+
+static inline void
+thin_lock_release (struct thin *t)
+  RELEASE (thin_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  pthread_mutex_unlock (&t->lock);
+}
+
+static inline void
+thin_commit_lock_acquire (struct thin *t)
+  ACQUIRE (thin_commit_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  pthread_mutex_lock (&t->commit_lock);
+}
+
+/* Whether it took the commit lock (false: a commit is under way). */
+static inline bool
+thin_commit_lock_try (struct thin *t)
+  TRY_ACQUIRE (true, thin_commit_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  return pthread_mutex_trylock (&t->commit_lock) == 0;
+}
+
+static inline void
+thin_commit_lock_release (struct thin *t)
+  RELEASE (thin_commit_lock) NO_THREAD_SAFETY_ANALYSIS
+{
+  pthread_mutex_unlock (&t->commit_lock);
+}
+
+static inline void
+thin_cond_wait_drops_lock (struct thin *t)
+  REQUIRES (thin_lock)
+{
+  pthread_cond_wait (&t->changed, &t->lock);
+}
+
+static inline void
+thin_cond_timedwait_drops_lock (struct thin *t, const struct timespec *ts)
+  REQUIRES (thin_lock)
+{
+  pthread_cond_timedwait (&t->changed, &t->lock, ts);
+}
+
 /* --- thin-meta.c --- */
 
 /* Room for n more records (and unmap entries), so that what follows
  * cannot fail half-way.  Lock held.  0, or -1 with ENOMEM (reported).
  */
-extern int thin_reserve_records_locked (struct thin *t, size_t n);
+extern int thin_reserve_records_locked (struct thin *t, size_t n)
+  REQUIRES (thin_lock);
 
 /* Append a record; returns its sequence number.  Lock held, room
  * reserved.
  */
 extern uint64_t thin_append_record_locked (struct thin *t, uint32_t type,
                                            uint64_t l, uint64_t n,
-                                           uint32_t p);
+                                           uint32_t p)
+  REQUIRES (thin_lock);
 
 /* Make every record appended so far durable, after the data they point
  * at; then the runs they unmapped whose discard is recorded become
  * free.  client_flush: a client's FLUSH (flush-discards= applies).
  * Lock not held.
  */
-extern int thin_commit (struct thin *t, bool client_flush);
+extern int thin_commit (struct thin *t, bool client_flush)
+  EXCLUDES (thin_commit_lock, thin_lock);
 
 /* The same, unless a commit is under way (then 0 at once: that one, or
  * the next, takes the records).
  */
-extern int thin_commit_unless_busy (struct thin *t);
+extern int thin_commit_unless_busy (struct thin *t)
+  EXCLUDES (thin_commit_lock, thin_lock);
 
-/* Load or create meta= and fill t->map and the free space.  0, or -1
- * (reported).
+/* Load or create meta= and fill t->map and the free space, before
+ * anyone else sees t.  0, or -1 (reported).
  */
-extern int thin_meta_open (struct thin *t);
+extern int thin_meta_open (struct thin *t) NO_THREAD_SAFETY_ANALYSIS;
 
 /* At a clean close: commit and write a checkpoint. */
-extern void thin_meta_close (struct thin *t);
+extern void thin_meta_close (struct thin *t)
+  EXCLUDES (thin_commit_lock, thin_lock);
 
 /* --- thin-alloc.c: plans and allocation --- */
 
@@ -157,35 +254,40 @@ extern void thin_plan_free (struct plan *pl);
  * one place that decides it (see docs/design-notes.md).  Lock held.
  */
 extern bool thin_reads_as_zeros_locked (struct thin *t, uint64_t p,
-                                        uint64_t n);
+                                        uint64_t n)
+  REQUIRES (thin_lock);
 
 /* Move up to max pending runs whose discard has gone out to clean
  * space.  Lock held.
  */
-extern void thin_reap_locked (struct thin *t, unsigned max);
+extern void thin_reap_locked (struct thin *t, unsigned max)
+  REQUIRES (thin_lock);
 
 /* Plan [l0, l1): its mapped runs and, with alloc, new slots for its
  * gaps (else a gap is not planned).  The free slots were counted.  0,
  * or -1 (ENOMEM, reported).  Lock held.
  */
 extern int thin_plan_locked (struct thin *t, struct plan *pl, uint64_t l0,
-                             uint64_t l1, bool alloc);
+                             uint64_t l1, bool alloc)
+  REQUIRES (thin_lock);
 
 /* Plan op's write again, allocating need slots for its gaps.  Lock
  * held since the pass that counted them.
  */
 extern int thin_plan_alloc_locked (struct thin *t, struct plan *pl,
-                                   const struct thin_op *op, uint64_t need);
+                                   const struct thin_op *op, uint64_t need)
+  REQUIRES (thin_lock);
 
 /* Give the fresh slots of a plan back (the write failed).  Lock held. */
-extern void thin_unreserve_locked (struct thin *t, const struct plan *pl);
+extern void thin_unreserve_locked (struct thin *t, const struct plan *pl)
+  REQUIRES (thin_lock);
 
 /* --- thin-reserve.c: the reuse reserve (reserve=, invariant 12) --- */
 
 /* Whether unmapped runs join the reserve rather than go to the engine
  * as discards.  Lock held.
  */
-extern bool thin_keeps_locked (const struct thin *t);
+extern bool thin_keeps_locked (struct thin *t) REQUIRES (thin_lock);
 
 /* Hand the reserve's largest runs to the engine as discards until it
  * holds at most limit slots (0: all of it).  Their RELEASE records are
@@ -193,10 +295,14 @@ extern bool thin_keeps_locked (const struct thin *t);
  * unmapped run whose discard is recorded).  Lock not held; 0, or -1
  * (ENOMEM, or the engine's error; reported).
  */
-extern int thin_reserve_trim (struct thin *t, uint64_t limit);
+extern int thin_reserve_trim (struct thin *t, uint64_t limit)
+  EXCLUDES (thin_lock);
 
-/* The reserve's size now: its limit, or 0 under space pressure. */
-extern uint64_t thin_reserve_limit_locked (const struct thin *t);
+/* The reserve's size now, in slots: reserve=, or 0 while the engine is
+ * under space pressure (low-water=).
+ */
+extern uint64_t thin_reserve_limit_locked (struct thin *t)
+  REQUIRES (thin_lock);
 
 /* --- thin.c --- */
 
@@ -205,27 +311,33 @@ extern uint64_t thin_reserve_limit_locked (const struct thin *t);
  * slots.  Lock held.
  */
 extern void thin_mark_recorded_locked (struct thin *t, uint64_t first_seq,
-                                       uint64_t last_seq);
+                                       uint64_t last_seq)
+  REQUIRES (thin_lock);
 
 /* --- thin-open.c --- */
 
 /* Whether the journal has grown enough for a checkpoint.  Both locks
  * held.
  */
-extern bool thin_journal_full_locked (struct thin *t);
+extern bool thin_journal_full_locked (struct thin *t)
+  REQUIRES (thin_commit_lock, thin_lock);
 
 /* --- thin.c: the data path, volume.h's semantics --- */
 
 extern int thin_pread (struct volume *v, void *buf, uint32_t count,
-                       uint64_t offset);
+                       uint64_t offset) EXCLUDES (thin_lock);
 extern int thin_pwrite (struct volume *v, const void *buf, uint32_t count,
-                        uint64_t offset, bool fua);
+                        uint64_t offset, bool fua)
+  EXCLUDES (thin_commit_lock, thin_lock);
 extern int thin_zero (struct volume *v, uint64_t offset, uint64_t length,
-                      bool may_trim, bool fua, bool fast);
+                      bool may_trim, bool fua, bool fast)
+  EXCLUDES (thin_commit_lock, thin_lock);
 extern int thin_trim (struct volume *v, uint64_t offset, uint64_t length,
-                      bool fua);
-extern int thin_flush (struct volume *v);
+                      bool fua) EXCLUDES (thin_commit_lock, thin_lock);
+extern int thin_flush (struct volume *v)
+  EXCLUDES (thin_commit_lock, thin_lock);
 extern int thin_extents (struct volume *v, uint64_t offset, uint64_t length,
-                         backend_extent_fn fn, void *opaque);
+                         backend_extent_fn fn, void *opaque)
+  EXCLUDES (thin_lock);
 
 #endif /* DISCARDCACHE_THIN_INTERNAL_H */

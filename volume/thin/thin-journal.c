@@ -17,10 +17,12 @@
 
 #include "arith.h"
 #include "crc32c.h"
+#include "file-header.h"
 #include "fileio.h"
 #include "grow.h"
 #include "le.h"
 #include "log.h"
+#include "reclog.h"
 #include "thin.h"
 #include "varint.h"
 
@@ -43,17 +45,16 @@ thin_record_encode (const struct thin_record *r,
 {
   put32 (out, r->type);
   put32 (out + 4, r->count);
-  put64 (out + 8, r->seq);
   put64 (out + 16, r->logical);
   put32 (out + 24, r->phys);
-  put32 (out + 28, crc32c (0, out, 28));
+  reclog_seal (out, THIN_RECORD_SIZE, r->seq);
 }
 
 int
 thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
                     struct thin_record *r)
 {
-  if (get32 (in + 28) != crc32c (0, in, 28))
+  if (!reclog_intact (in, THIN_RECORD_SIZE))
     return -1;
   r->type = get32 (in);
   r->count = get32 (in + 4);
@@ -69,16 +70,6 @@ static int
 decode_v2 (const unsigned char in[THIN_RECORD_SIZE], struct thin_record *r)
 {
   return thin_record_decode (in, r) == 0 && r->type <= THIN_REC_UNMAP ? 0 : -1;
-}
-
-uint32_t
-thin_checkpoint_crc (const unsigned char *p, size_t len, size_t crc_off)
-{
-  static const unsigned char zero[4];
-  uint32_t crc = crc32c (0, p, crc_off);
-
-  crc = crc32c (crc, zero, sizeof zero);
-  return crc32c (crc, p + crc_off + 4, len - crc_off - 4);
 }
 
 /* The payload: three varints a run. */
@@ -141,9 +132,9 @@ encode_run (const struct extent *x, void *opaque)
   enc->len += varint_put (enc->raw + enc->len, x->offset - enc->lend);
   enc->len += varint_put (enc->raw + enc->len, x->length);
   enc->len += varint_put (enc->raw + enc->len,
-                          zigzag ((int64_t) x->time - (int64_t) enc->pend));
+                          zigzag ((int64_t) x->value - (int64_t) enc->pend));
   enc->lend = x->offset + x->length;
-  enc->pend = x->time + x->length;
+  enc->pend = x->value + x->length;
   enc->runs++;
   return 0;
 }
@@ -202,7 +193,7 @@ thin_checkpoint_encode (const struct thin_meta_id *id,
   }
   *len = THIN_HEADER_SIZE + namelen + r;
   put_header (img, id, &enc, next_seq, time, namelen, r);
-  put32 (img + OFF_CRC, thin_checkpoint_crc (img, *len, OFF_CRC));
+  put32 (img + OFF_CRC, file_frame_crc (img, *len, OFF_CRC));
   free (enc.raw);
   *image = img;
   return 0;
@@ -219,7 +210,16 @@ int
 thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
                      const struct thin_meta_id *id, char *why, size_t whylen)
 {
-  bool has_inode = id->backend.dev != 0 || id->backend.ino != 0;
+  char kind[sizeof id->backend.kind];
+  struct file_backend was = {
+    .kind = kind, .dev = get64 (p + OFF_DEV), .ino = get64 (p + OFF_INO),
+    .name = name, .namelen = namelen,
+  };
+  struct file_backend now = {
+    .kind = id->backend.kind, .dev = id->backend.dev,
+    .ino = id->backend.ino, .name = id->backend.name,
+    .namelen = strlen (id->backend.name),
+  };
 
   if (get64 (p + OFF_SLOT) != id->slot || get64 (p + OFF_SIZE) != id->size)
     return fileio_fail (why, whylen,
@@ -227,14 +227,10 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
                         ", not slot=%" PRIu64 " size=%" PRIu64,
                         get64 (p + OFF_SLOT), get64 (p + OFF_SIZE), id->slot,
                         id->size);
-  if (strncmp ((const char *) p + OFF_KIND, id->backend.kind,
-               sizeof id->backend.kind) != 0 ||
-      (has_inode && (get64 (p + OFF_DEV) != id->backend.dev ||
-                     get64 (p + OFF_INO) != id->backend.ino)) ||
-      (!has_inode && (namelen != strlen (id->backend.name) ||
-                      memcmp (name, id->backend.name, namelen) != 0)))
-    return fileio_fail (why, whylen, "it belongs to another backend (%.*s)",
-                        (int) namelen, name);
+  memcpy (kind, p + OFF_KIND, sizeof kind - 1);
+  kind[sizeof kind - 1] = '\0';
+  if (file_same_backend (&was, &now, why, whylen) == -1)
+    return -1;
   if (get64 (p + OFF_BSIZE) != id->backend_size)
     return fileio_fail (why, whylen,
                         "the backend was %" PRIu64 " bytes when it was "
@@ -309,29 +305,34 @@ load_checkpoint (const unsigned char *p, size_t len,
                  const struct thin_meta_id *id, struct thin_map *m,
                  struct thin_recovery *rec, char *why, size_t whylen)
 {
-  size_t hsize = rec->version == 2 ? THIN_V2_HEADER_SIZE : THIN_HEADER_SIZE;
+  static const struct file_frame_layout v3 = {
+    .what = "the checkpoint", .hsize = THIN_HEADER_SIZE,
+    .off_namelen = OFF_NAMELEN, .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
+    .name_max = sizeof id->backend.name,
+  }, v2 = {
+    .what = "the checkpoint", .hsize = THIN_V2_HEADER_SIZE,
+    .off_namelen = OFF_NAMELEN, .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
+    .name_max = sizeof id->backend.name,
+  };
+  const struct file_frame_layout *layout = rec->version == 2 ? &v2 : &v3;
   uint64_t paylen, rawlen, runs, reserve_runs = 0;
   const unsigned char *pos = NULL;
+  size_t hsize = layout->hsize;
   size_t namelen, end;
+  struct file_frame f;
   unsigned char *raw;
   size_t r;
   int ret;
 
-  if (len < hsize || get32 (p + OFF_HSIZE) != hsize)
-    return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
-  namelen = get32 (p + OFF_NAMELEN);
-  paylen = get64 (p + OFF_PAYLEN);
+  if (file_frame_check (p, len, layout, &f, why, whylen) == -1)
+    return -1;
+  namelen = f.namelen;
+  paylen = f.paylen;
+  end = f.end;
   rawlen = get64 (p + OFF_RAWLEN);
   runs = get64 (p + OFF_RUNS);
   if (hsize > OFF_RESERVE)
     reserve_runs = get64 (p + OFF_RESERVE);
-  if (namelen >= sizeof id->backend.name || paylen > len ||
-      hsize + namelen + paylen > len)
-    return fileio_fail (why, whylen, "the checkpoint is truncated or corrupt");
-  end = hsize + namelen + paylen;
-  if (get32 (p + OFF_CRC) != thin_checkpoint_crc (p, end, OFF_CRC))
-    return fileio_fail (why, whylen,
-                        "the checkpoint is corrupt (checksum mismatch)");
   if (thin_check_identity (p, (const char *) p + hsize, namelen,
                            id, why, whylen) == -1)
     return -1;
@@ -426,11 +427,12 @@ thin_replay_records (const unsigned char *p, size_t len, size_t off,
                      struct thin_map *m, struct thin_recovery *rec,
                      char *why, size_t whylen)
 {
-  for (; off + record_size <= len; off += record_size) {
+  for (; !reclog_ends_at (p, len, off, record_size, rec->next_seq);
+       off += record_size) {
     struct thin_record r;
     int bad;
 
-    if (decode (p + off, &r) == -1 || r.seq != rec->next_seq)
+    if (decode (p + off, &r) == -1)
       break;
     bad = replay_record (&r, m, rec);
     if (bad)

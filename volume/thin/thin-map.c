@@ -48,7 +48,7 @@ thin_map_lookup (const struct thin_map *m, uint64_t l, uint64_t max,
     *n = MIN (max, x.offset - l);
     return false;
   }
-  *p = x.time + (uint32_t) (l - x.offset);
+  *p = x.value + (uint32_t) (l - x.offset);
   *n = MIN (max, x.offset + x.length - l);
   return true;
 }
@@ -112,7 +112,7 @@ collect_run (const struct extent *x, void *opaque)
 {
   struct collect *c = opaque;
 
-  c->a[c->n++] = (struct phys_run) { x->time, (uint32_t) x->length };
+  c->a[c->n++] = (struct phys_run) { x->value, (uint32_t) x->length };
   return 0;
 }
 

@@ -29,6 +29,9 @@
 #include <zstd.h>
 
 #include "crc32c.h"
+#include "file-header.h"
+#include "fileio.h"
+#include "reclog.h"
 #include "le.h"
 #include "thin.h"
 
@@ -40,7 +43,7 @@ enum {
 static int
 decode_record (const unsigned char *in, struct thin_record *r)
 {
-  if (get32 (in + 20) != crc32c (0, in, 20))
+  if (!reclog_intact (in, THIN_V1_RECORD_SIZE))
     return -1;
   r->type = get32 (in);
   r->phys = get32 (in + 4);
@@ -83,51 +86,41 @@ load_checkpoint (const unsigned char *p, size_t len,
                  const struct thin_meta_id *id, struct thin_map *m,
                  struct thin_recovery *rec, char *why, size_t whylen)
 {
+  static const struct file_frame_layout layout = {
+    .what = "the version 1 checkpoint", .hsize = THIN_V1_HEADER_SIZE,
+    .off_namelen = OFF_NAMELEN, .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
+    .name_max = sizeof id->backend.name,
+  };
   uint64_t paylen, nlogical = m->nlogical;
   size_t namelen, end, r;
+  struct file_frame f;
   unsigned char *raw;
   int ret = -1;
 
-  if (len < THIN_V1_HEADER_SIZE ||
-      get32 (p + 12) != THIN_V1_HEADER_SIZE) {
-    snprintf (why, whylen, "the version 1 checkpoint is truncated or corrupt");
+  if (file_frame_check (p, len, &layout, &f, why, whylen) == -1)
     return -1;
-  }
-  namelen = get32 (p + OFF_NAMELEN);
-  paylen = get64 (p + OFF_PAYLEN);
-  if (namelen >= sizeof id->backend.name || paylen > len ||
-      THIN_V1_HEADER_SIZE + namelen + paylen > len) {
-    snprintf (why, whylen, "the version 1 checkpoint is truncated or corrupt");
-    return -1;
-  }
-  end = THIN_V1_HEADER_SIZE + namelen + paylen;
-  if (get32 (p + OFF_CRC) != thin_checkpoint_crc (p, end, OFF_CRC)) {
-    snprintf (why, whylen, "the version 1 checkpoint is corrupt (checksum "
-              "mismatch)");
-    return -1;
-  }
+  namelen = f.namelen;
+  paylen = f.paylen;
+  end = f.end;
   if (thin_check_identity (p, (const char *) p + THIN_V1_HEADER_SIZE,
                            namelen, id, why, whylen) == -1)
     return -1;
-  if (nlogical > UINT32_MAX || get32 (p + OFF_NSLOTS) != nlogical) {
-    snprintf (why, whylen, "the version 1 checkpoint has %" PRIu32 " slots, "
-              "expected %" PRIu64, get32 (p + OFF_NSLOTS), nlogical);
-    return -1;
-  }
+  if (nlogical > UINT32_MAX || get32 (p + OFF_NSLOTS) != nlogical)
+    return fileio_fail (why, whylen, "the version 1 checkpoint has %" PRIu32
+                        " slots, expected %" PRIu64,
+                        get32 (p + OFF_NSLOTS), nlogical);
   raw = malloc (nlogical * 4 + 1);
-  if (raw == NULL) {
-    snprintf (why, whylen, "out of memory");
-    return -1;
-  }
+  if (raw == NULL)
+    return fileio_fail (why, whylen, "out of memory");
   r = ZSTD_decompress (raw, nlogical * 4, p + THIN_V1_HEADER_SIZE + namelen,
                        paylen);
   if (ZSTD_isError (r) || r != nlogical * 4)
-    snprintf (why, whylen, "the version 1 checkpoint does not decompress to "
-              "the map");
+    fileio_fail (why, whylen, "the version 1 checkpoint does not decompress "
+                 "to the map");
   else if (load_table (raw, m) == -1 ||
            (rec->free = thin_map_free_set (m)) == NULL)
-    snprintf (why, whylen, errno == ENOMEM ? "out of memory" :
-              "the version 1 checkpoint maps a slot out of range or twice");
+    fileio_fail (why, whylen, "%s", errno == ENOMEM ? "out of memory" :
+                 "the version 1 checkpoint maps a slot out of range or twice");
   else
     ret = 0;
   free (raw);

@@ -113,7 +113,7 @@ copy_run (const struct extent *x, void *opaque)
 {
   struct copy *c = opaque;
 
-  return extmap_insert (c->to, x->offset, x->length, x->time) == -1 ? -1 : 0;
+  return extmap_insert (c->to, x->offset, x->length, x->value) == -1 ? -1 : 0;
 }
 
 /* Undo the records of buf[0, len) on map to, newest first. */
@@ -144,6 +144,7 @@ undo_records (struct extmap *to, const unsigned char *buf, size_t len)
  */
 static struct extmap *
 durable_map_locked (struct thin *t)
+  REQUIRES (thin_commit_lock, thin_lock)
 {
   struct copy c = { .to = extmap_new_runs () };
 
@@ -168,6 +169,7 @@ durable_map_locked (struct thin *t)
  */
 static struct extmap *
 durable_reserve_locked (struct thin *t)
+  REQUIRES (thin_lock)
 {
   struct copy c = { .to = extmap_new () };
 
@@ -191,6 +193,7 @@ durable_reserve_locked (struct thin *t)
  */
 static int
 checkpoint (struct thin *t)
+  REQUIRES (thin_commit_lock)
 {
   uint64_t next_seq, now = (uint64_t) time (NULL);
   struct extmap *runs, *reserve;
@@ -198,11 +201,11 @@ checkpoint (struct thin *t)
   size_t len;
   int fd, r;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   runs = durable_map_locked (t);
   reserve = durable_reserve_locked (t);
   next_seq = t->durable_seq + 1;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   if (runs == NULL || reserve == NULL) {
     extmap_free (runs);
     extmap_free (reserve);
@@ -223,11 +226,11 @@ checkpoint (struct thin *t)
     close (t->fd);
   t->fd = fd;
   t->journal_end = len;
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   t->checkpoints++;
   t->last_checkpoint = now;
   t->meta_bytes = len;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return 0;
 }
 
@@ -238,6 +241,7 @@ checkpoint (struct thin *t)
  */
 static void
 release_undurable_locked (struct thin *t, uint64_t upto)
+  REQUIRES (thin_lock)
 {
   size_t kept = 0;
 
@@ -266,6 +270,7 @@ release_undurable_locked (struct thin *t, uint64_t upto)
  */
 static int
 take_records_locked (struct thin *t)
+  REQUIRES (thin_commit_lock, thin_lock)
 {
   unsigned char *p;
   size_t cap;
@@ -297,25 +302,28 @@ take_records_locked (struct thin *t)
  * them taken, in front of the records appended since, for the next.
  */
 static int
-commit_locked (struct thin *t, bool client_flush)
+commit_and_release_lock (struct thin *t, bool client_flush)
+  RELEASE (thin_commit_lock)
 {
+  const unsigned char *records;
   uint64_t upto, limit = 0;
   bool over = false;
   size_t len;
   int r;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   r = take_records_locked (t);
+  records = t->taken;
   len = t->takenlen;
   upto = t->next_seq - 1;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   if (r == -1) {
-    pthread_mutex_unlock (&t->commit_lock);
+    thin_commit_lock_release (t);
     return -1;
   }
   r = client_flush ? engine_flush (t->e) : engine_flush_data (t->e);
   if (r == 0 && len > 0 &&
-      (pwrite_all (t->fd, t->taken, len, t->journal_end) == -1 ||
+      (pwrite_all (t->fd, records, len, t->journal_end) == -1 ||
        fdatasync (t->fd) == -1)) {
     dc_error ("meta=%s: cannot write the journal: %m", t->path);
     r = -1;
@@ -324,7 +332,7 @@ commit_locked (struct thin *t, bool client_flush)
     bool full;
 
     t->journal_end += len;
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     t->takenlen = 0;
     t->durable_seq = upto;
     release_undurable_locked (t, upto);
@@ -334,11 +342,11 @@ commit_locked (struct thin *t, bool client_flush)
     limit = thin_reserve_limit_locked (t);
     over = thin_space_reserve_slots (&t->space) > limit;
     pthread_cond_broadcast (&t->changed);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (full)
       checkpoint (t);
   }
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
   /* The runs this commit kept, past the reserve: discarded, the largest
    * first (their records go with the next commit).
    */
@@ -350,22 +358,23 @@ commit_locked (struct thin *t, bool client_flush)
 int
 thin_commit (struct thin *t, bool client_flush)
 {
-  pthread_mutex_lock (&t->commit_lock);
-  return commit_locked (t, client_flush);
+  thin_commit_lock_acquire (t);
+  return commit_and_release_lock (t, client_flush);
 }
 
 int
 thin_commit_unless_busy (struct thin *t)
 {
-  if (pthread_mutex_trylock (&t->commit_lock) != 0)
+  if (!thin_commit_lock_try (t))
     return 0;
-  return commit_locked (t, false);
+  return commit_and_release_lock (t, false);
 }
 
 /* Opening. */
 
 static int
 create_meta (struct thin *t)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   void *image;
   size_t len;
@@ -426,20 +435,21 @@ read_whole (int fd, const char *path, unsigned char **image, size_t *len)
  */
 static int
 convert_old (struct thin *t, uint32_t version)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   dc_debug ("meta=%s: format version %" PRIu32 ", converting to version %d",
             t->path, version, THIN_VERSION);
   if (t->read_only)
     return 0;
-  pthread_mutex_lock (&t->commit_lock);
+  thin_commit_lock_acquire (t);
   t->durable_seq = t->next_seq - 1;
   if (checkpoint (t) == -1) {
-    pthread_mutex_unlock (&t->commit_lock);
+    thin_commit_lock_release (t);
     dc_error ("meta=%s: cannot convert it from format version %" PRIu32,
               t->path, version);
     return -1;
   }
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
   return 0;
 }
 
@@ -450,6 +460,7 @@ convert_old (struct thin *t, uint32_t version)
 static int
 load_meta (struct thin *t, int fd, struct extmap **unmapped,
            struct extmap **reserve)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   CLEANUP_FREE unsigned char *image = NULL;
   struct thin_recovery rec;
@@ -520,6 +531,7 @@ learn_extent (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
  */
 static struct extmap *
 backend_zeros (struct thin *t)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct learn ln = { .t = t, .zeros = extmap_new () };
   uint64_t size = t->map.nphys << t->shift;
@@ -547,6 +559,7 @@ struct sort_free {
 
 static int
 sort_free_run (const struct extent *x, void *opaque)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct thin *t = ((struct sort_free *) opaque)->t;
 
@@ -566,6 +579,7 @@ sort_free_run (const struct extent *x, void *opaque)
  */
 static void
 sort_free (struct thin *t, struct extmap **unmapped)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct extmap *zeros = backend_zeros (t);
   struct sort_free sf = { .t = t };
@@ -593,6 +607,7 @@ sort_free (struct thin *t, struct extmap **unmapped)
  */
 static int
 keep_reserve_run (const struct extent *x, void *opaque)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct thin *t = opaque;
   uint64_t p = x->offset, end = x->offset + x->length;
@@ -652,7 +667,7 @@ thin_meta_close (struct thin *t)
 {
   if (t->read_only || thin_commit (t, false) == -1)
     return;
-  pthread_mutex_lock (&t->commit_lock);
+  thin_commit_lock_acquire (t);
   checkpoint (t);
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
 }

@@ -50,10 +50,10 @@ thin_set_journal_limit (struct volume *v, uint64_t bytes)
 {
   struct thin *t = thin_of (v);
 
-  pthread_mutex_lock (&t->commit_lock);
+  thin_commit_lock_acquire (t);
   t->journal_limit = bytes;
   t->journal_per_run = 0;
-  pthread_mutex_unlock (&t->commit_lock);
+  thin_commit_lock_release (t);
 }
 
 /* Statistics. */
@@ -65,7 +65,7 @@ thin_stats (struct volume *v, struct volume_stats *vst)
   struct thin_stats *st = &vst->th;
   struct thin_space_stats sp;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   thin_reap_locked (t, REAP_ON_STATS);
   thin_space_get_stats (&t->space, &sp);
   vst->thin = true;
@@ -101,7 +101,7 @@ thin_stats (struct volume *v, struct volume_stats *vst)
   st->journal_bytes = t->meta_bytes;
   st->checkpoints = t->checkpoints;
   st->last_checkpoint = t->last_checkpoint;
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
 }
 
 static ssize_t
@@ -112,18 +112,18 @@ thin_dump_map_batch (struct volume *v, uint64_t from,
   struct extent x;
   size_t n = 0;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   for (; n < max && extmap_find_from (t->map.runs, from, &x); n++) {
     uint64_t l = MAX (from, x.offset);
 
-    /* A run's physical start is kept in the extent's time field. */
+    /* A run's value is its physical start. */
     runs[n] = (struct volume_map_run) {
-      .logical = l, .physical = x.time + (l - x.offset),
+      .logical = l, .physical = x.value + (l - x.offset),
       .length = x.offset + x.length - l,
     };
     from = x.offset + x.length;
   }
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return n;
 }
 
@@ -197,6 +197,7 @@ static const struct volume_ops thin_ops;
 
 static struct thin *
 thin_new (struct engine *e, const struct volume_config *cfg)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   struct thin *t = calloc (1, sizeof *t);
   pthread_condattr_t attr;
@@ -235,6 +236,7 @@ thin_new (struct engine *e, const struct volume_config *cfg)
 
 static void
 thin_free (struct thin *t)
+  NO_THREAD_SAFETY_ANALYSIS
 {
   thin_map_free (&t->map);
   thin_space_free (&t->space);

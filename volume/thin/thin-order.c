@@ -20,7 +20,7 @@ conflicts (const struct thin_op *a, const struct thin_op *b)
  * (the lock was dropped meanwhile).
  */
 bool
-thin_op_wait_locked (struct thin *t, const struct thin_op *op)
+thin_op_wait_drops_lock (struct thin *t, const struct thin_op *op)
 {
   bool waited = false;
 
@@ -32,13 +32,13 @@ thin_op_wait_locked (struct thin *t, const struct thin_op *op)
         break;
     if (o == NULL)
       return waited;
-    pthread_cond_wait (&t->changed, &t->lock);
+    thin_cond_wait_drops_lock (t);
     waited = true;
   }
 }
 
 void
-thin_op_begin_locked (struct thin *t, struct thin_op *op, uint64_t l0, uint64_t l1,
+thin_op_begin_drops_lock (struct thin *t, struct thin_op *op, uint64_t l0, uint64_t l1,
                  enum op_kind kind)
 {
   *op = (struct thin_op) {
@@ -46,7 +46,7 @@ thin_op_begin_locked (struct thin *t, struct thin_op *op, uint64_t l0, uint64_t 
     .kind = kind,
   };
   t->ops = op;
-  thin_op_wait_locked (t, op);
+  thin_op_wait_drops_lock (t, op);
 }
 
 void

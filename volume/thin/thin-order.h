@@ -18,7 +18,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lock.h"
+
 struct thin;
+extern struct dc_capability thin_lock;
 struct plan;
 
 /* Requests in flight. */
@@ -30,7 +33,7 @@ enum op_kind {
 };
 
 struct thin_op {
-  struct thin_op *next;
+  struct thin_op *next GUARDED_BY (thin_lock);
   uint64_t ticket;                  /* older ops have smaller ones */
   uint64_t l0, l1;                  /* logical slots */
   enum op_kind kind;
@@ -40,16 +43,20 @@ struct thin_op {
 /* Put op over logical slots [l0, l1) into the list, the newest, and
  * wait until no older op conflicts with it.
  */
-extern void thin_op_begin_locked (struct thin *t, struct thin_op *op,
-                                  uint64_t l0, uint64_t l1,
-                                  enum op_kind kind);
+extern void thin_op_begin_drops_lock (struct thin *t, struct thin_op *op,
+                                      uint64_t l0, uint64_t l1,
+                                      enum op_kind kind)
+  REQUIRES (thin_lock);
 
 /* Wait until no older op conflicts with op (after its kind changed).
  * Returns whether it had to (the lock was dropped meanwhile).
  */
-extern bool thin_op_wait_locked (struct thin *t, const struct thin_op *op);
+extern bool thin_op_wait_drops_lock (struct thin *t,
+                                     const struct thin_op *op)
+  REQUIRES (thin_lock);
 
 /* Take op out of the list and wake the ops that waited for it. */
-extern void thin_op_end_locked (struct thin *t, struct thin_op *op);
+extern void thin_op_end_locked (struct thin *t, struct thin_op *op)
+  REQUIRES (thin_lock);
 
 #endif /* DISCARDCACHE_THIN_ORDER_H */

@@ -27,20 +27,23 @@
 #define RELEASE_BATCH 256
 
 bool
-thin_keeps_locked (const struct thin *t)
+thin_keeps_locked (struct thin *t)
+  REQUIRES (thin_lock)
 {
   return thin_reserve_limit_locked (t) > 0;
 }
 
-/* Space pressure: the low-water= hook.  When the engine can say that
- * the backend's free space is below its low water, this returns 0 and
- * every commit discards the whole reserve; until then the reserve only
- * goes on request.
+/* Space pressure wins (low-water=): while the engine says the backend's
+ * free space is below its low water, the reserve may hold nothing, so
+ * the next commit (a client's FLUSH, or the journal filling) discards
+ * all of it, and unmaps go to the engine at once.
  */
 uint64_t
-thin_reserve_limit_locked (const struct thin *t)
+thin_reserve_limit_locked (struct thin *t)
+  REQUIRES (thin_lock)
 {
-  return t->reserve_limit;
+  return t->reserve_limit > 0 && engine_under_pressure (t->e)
+         ? 0 : t->reserve_limit;
 }
 
 /* Take up to max of the largest runs out of the reserve while it holds
@@ -51,6 +54,7 @@ thin_reserve_limit_locked (const struct thin *t)
 static int
 release_batch_locked (struct thin *t, uint64_t limit, struct thin_undurable *b,
                       int max)
+  REQUIRES (thin_lock)
 {
   struct extent x;
   int k = 0;
@@ -87,18 +91,18 @@ thin_reserve_trim (struct thin *t, uint64_t limit)
   for (;;) {
     int k;
 
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     k = release_batch_locked (t, limit, batch, RELEASE_BATCH);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (k <= 0)
       return k;
     for (int i = 0; i < k; i++)
       if (engine_trim (t->e, phys_offset (t, batch[i].p),
                        (uint64_t) batch[i].n << t->shift, false) == -1)
         r = -1;
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     thin_mark_recorded_locked (t, batch[0].seq, batch[k - 1].seq);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (r == -1)
       return -1;
   }

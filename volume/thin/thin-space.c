@@ -275,7 +275,7 @@ key_run (const struct thin_freed *f, const struct extent *k, struct extent *x)
 {
   uint32_t seq = UINT32_MAX - (uint32_t) (k->offset >> 1);
 
-  return run_at (f, k->time, x) && x->offset == k->time &&
+  return run_at (f, k->value, x) && x->offset == k->value &&
          x->time == seq && index_key (x->length, seq) == k->offset;
 }
 

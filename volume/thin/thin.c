@@ -74,6 +74,7 @@ struct run {
 static void
 lookup_run_locked (struct thin *t, uint64_t pos, uint64_t end,
                    struct run *r)
+  REQUIRES (thin_lock)
 {
   uint64_t l = pos >> t->shift, l1 = ((end - 1) >> t->shift) + 1, n;
 
@@ -104,9 +105,9 @@ for_each_run (struct thin *t, uint64_t offset, uint64_t length, run_fn fn,
     if (first && pos == offset)
       r = *first;
     else {
-      pthread_mutex_lock (&t->lock);
+      thin_lock_acquire (t);
       lookup_run_locked (t, pos, end, &r);
-      pthread_mutex_unlock (&t->lock);
+      thin_lock_release (t);
     }
     if (fn (t, pos, r.to, r.mapped, r.p, arg) == -1)
       return -1;
@@ -128,7 +129,8 @@ run_address (const struct thin *t, uint32_t p, uint64_t pos)
  * engine: a commit frees them once that is done.
  */
 static void
-wait_unrecorded_locked (struct thin *t)
+wait_unrecorded_drops_lock (struct thin *t)
+  REQUIRES (thin_lock)
 {
   struct timespec ts;
 
@@ -138,11 +140,12 @@ wait_unrecorded_locked (struct thin *t)
     ts.tv_sec++;
     ts.tv_nsec -= 1000000000;
   }
-  pthread_cond_timedwait (&t->changed, &t->lock, &ts);
+  thin_cond_timedwait_drops_lock (t, &ts);
 }
 
 static int
 enospc_locked (struct thin *t)
+  REQUIRES (thin_lock)
 {
   if (t->enospc++ == 0)
     dc_error ("thin: no free slot left in the pool of %" PRIu64 " (%" PRIu64
@@ -159,7 +162,8 @@ enospc_locked (struct thin *t)
  * error).  Lock held; dropped during a commit.
  */
 static int
-plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
+plan_write_drops_lock (struct thin *t, struct thin_op *op, struct plan *pl)
+  REQUIRES (thin_lock)
 {
   for (;;) {
     uint64_t need = op->l1 - op->l0;
@@ -179,7 +183,7 @@ plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
      */
     if (op->kind != OP_SETUP) {
       op->kind = OP_SETUP;
-      if (thin_op_wait_locked (t, op))
+      if (thin_op_wait_drops_lock (t, op))
         continue;
     }
     if (need <= thin_space_slots (&t->space)) {
@@ -195,13 +199,13 @@ plan_write_locked (struct thin *t, struct thin_op *op, struct plan *pl)
     /* Unmaps a commit can make free. */
     for (size_t i = 0; i < t->nundurable; i++)
       recorded &= t->undurable[i].recorded;
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     r = thin_commit (t, false);
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     if (r == -1)
       return -1;
     if (!recorded)
-      wait_unrecorded_locked (t);
+      wait_unrecorded_drops_lock (t);
   }
 }
 
@@ -276,6 +280,7 @@ write_plan (struct thin *t, const struct plan *pl, const char *buf,
  */
 static int
 finish_write_locked (struct thin *t, const struct plan *pl, int r)
+  REQUIRES (thin_lock)
 {
   if (r == 0 && thin_reserve_records_locked (t, pl->n) == -1)
     r = -1;
@@ -309,6 +314,7 @@ enum commit_need { COMMIT_NONE, COMMIT_UNLESS_BUSY, COMMIT_NOW };
 
 static enum commit_need
 commit_needed_locked (struct thin *t, bool fua)
+  REQUIRES (thin_lock)
 {
   uint64_t limit = MAX (BUFFER_LIMIT,
                         MIN (thin_map_runs (&t->map) * THIN_RECORD_SIZE,
@@ -320,8 +326,9 @@ commit_needed_locked (struct thin *t, bool fua)
   return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
 
+/* Run the commit that need, decided under the lock, asks for. */
 static int
-commit_as_needed (struct thin *t, enum commit_need need)
+commit_decided (struct thin *t, enum commit_need need)
 {
   switch (need) {
   case COMMIT_NOW: return thin_commit (t, false);
@@ -331,15 +338,16 @@ commit_as_needed (struct thin *t, enum commit_need need)
   return 0;
 }
 
+/* Decide which commit a request needs, then run it. */
 static int
-commit_if_needed (struct thin *t, bool fua)
+decide_and_commit (struct thin *t, bool fua)
 {
   enum commit_need need;
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   need = commit_needed_locked (t, fua);
-  pthread_mutex_unlock (&t->lock);
-  return commit_as_needed (t, need);
+  thin_lock_release (t);
+  return commit_decided (t, need);
 }
 
 int
@@ -358,10 +366,10 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
     return -1;
   slot_range (t, offset, count, &l0, &l1);
   thin_plan_init (&pl);
-  pthread_mutex_lock (&t->lock);
-  thin_op_begin_locked (t, &op, l0, l1, OP_IO);
-  fresh = plan_write_locked (t, &op, &pl);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_acquire (t);
+  thin_op_begin_drops_lock (t, &op, l0, l1, OP_IO);
+  fresh = plan_write_drops_lock (t, &op, &pl);
+  thin_lock_release (t);
 
   r = fresh == -1 ? -1 : 0;
   /* A commit follows new slots (FUA or not, see below): their data need
@@ -372,15 +380,15 @@ thin_pwrite (struct volume *v, const void *buf, uint32_t count,
   if (r == 0)
     r = write_plan (t, &pl, buf, offset, end, fua && fresh == 0);
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   if (fresh == 1)
     r = finish_write_locked (t, &pl, r);
   t->zero_fills += fills;
   need = fresh == 1 && r == 0 ? commit_needed_locked (t, fua) : COMMIT_NONE;
   thin_op_end_locked (t, &op);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   thin_plan_free (&pl);
-  return r == 0 ? commit_as_needed (t, need) : r;
+  return r == 0 ? commit_decided (t, need) : r;
 }
 
 /* Reads: mapped runs from the engine, the rest zeros. */
@@ -416,27 +424,27 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
   if (volume_check_range (v, offset, count, false) == -1)
     return -1;
   slot_range (t, offset, count, &l0, &l1);
-  pthread_mutex_lock (&t->lock);
-  thin_op_begin_locked (t, &op, l0, l1, OP_IO);
+  thin_lock_acquire (t);
+  thin_op_begin_drops_lock (t, &op, l0, l1, OP_IO);
   lookup_run_locked (t, offset, offset + count, &first);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   r = for_each_run (t, offset, count, read_run, &a, &first);
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   thin_op_end_locked (t, &op);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   return r;
 }
 
 /* Trims and zeros. */
 
-struct clear_args {
+struct trim_zero_args {
   bool zero;                        /* zero, else trim */
   bool may_trim, fua, fast;
 };
 
 /* A TRIM, or a zero that may trim, unmaps whole slots. */
 static bool
-unmaps (const struct clear_args *a)
+unmaps (const struct trim_zero_args *a)
 {
   return !a->zero || a->may_trim;
 }
@@ -446,6 +454,7 @@ unmaps (const struct clear_args *a)
  */
 void
 thin_mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
+  REQUIRES (thin_lock)
 {
   size_t lo = 0, hi = t->nundurable;
 
@@ -475,6 +484,7 @@ struct unmapped {
 static int
 unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
                     struct unmapped *batch, uint64_t *first_seq, bool *keep)
+  REQUIRES (thin_lock)
 {
   uint32_t type = thin_keeps_locked (t) ? THIN_REC_KEEP : THIN_REC_UNMAP;
   int k = 0;
@@ -519,9 +529,9 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
     bool keep;
     int k;
 
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     k = unmap_batch_locked (t, &pos, l1, batch, &first_seq, &keep);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (k <= 0)
       return k;
     if (keep)
@@ -530,9 +540,9 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
       if (engine_trim (t->e, phys_offset (t, batch[i].p),
                        (uint64_t) batch[i].n << t->shift, fua) == -1)
         r = -1;
-    pthread_mutex_lock (&t->lock);
+    thin_lock_acquire (t);
     thin_mark_recorded_locked (t, first_seq, first_seq + k - 1);
-    pthread_mutex_unlock (&t->lock);
+    thin_lock_release (t);
     if (r == -1)
       return -1;
   }
@@ -543,10 +553,10 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
  * zero at the physical address (unmapped ones read as zeros already).
  */
 static int
-clear_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
-           void *arg)
+trim_or_zero_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped,
+                  uint32_t p, void *arg)
 {
-  const struct clear_args *a = arg;
+  const struct trim_zero_args *a = arg;
 
   if (!mapped)
     return 0;
@@ -557,10 +567,10 @@ clear_run (struct thin *t, uint64_t pos, uint64_t to, bool mapped, uint32_t p,
 }
 
 static int
-clear_mapped (struct thin *t, uint64_t offset, uint64_t length,
-              const struct clear_args *a)
+trim_or_zero_mapped (struct thin *t, uint64_t offset, uint64_t length,
+                     const struct trim_zero_args *a)
 {
-  return for_each_run (t, offset, length, clear_run, (void *) a, NULL);
+  return for_each_run (t, offset, length, trim_or_zero_run, (void *) a, NULL);
 }
 
 /* A whole slot is unmapped by a TRIM or a zero that may trim; the rest
@@ -570,8 +580,8 @@ clear_mapped (struct thin *t, uint64_t offset, uint64_t length,
  * is covered to the end of the disk.
  */
 static int
-clear (struct thin *t, uint64_t offset, uint64_t length,
-       const struct clear_args *a)
+trim_or_zero_range (struct thin *t, uint64_t offset, uint64_t length,
+                    const struct trim_zero_args *a)
 {
   uint64_t end = offset + length, l0, l1, w0, w1;
   struct thin_op op;
@@ -584,28 +594,28 @@ clear (struct thin *t, uint64_t offset, uint64_t length,
   w1 = end == t->v.size ? l1 : end >> t->shift;
   if (!unmaps (a) || w1 <= w0)
     w0 = w1 = l1;                   /* nothing to unmap */
-  pthread_mutex_lock (&t->lock);
-  thin_op_begin_locked (t, &op, l0, l1, w1 > w0 ? OP_UNMAP : OP_IO);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_acquire (t);
+  thin_op_begin_drops_lock (t, &op, l0, l1, w1 > w0 ? OP_UNMAP : OP_IO);
+  thin_lock_release (t);
 
   if (w1 > w0) {
     uint64_t head_end = w0 << t->shift, tail = w1 << t->shift;
 
     if (offset < head_end)
-      r = clear_mapped (t, offset, head_end - offset, a);
+      r = trim_or_zero_mapped (t, offset, head_end - offset, a);
     if (r == 0)
       r = unmap_range (t, w0, w1, a->fua);
     if (r == 0 && tail < end)
-      r = clear_mapped (t, tail, end - tail, a);
+      r = trim_or_zero_mapped (t, tail, end - tail, a);
   }
   else
-    r = clear_mapped (t, offset, length, a);
+    r = trim_or_zero_mapped (t, offset, length, a);
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   thin_op_end_locked (t, &op);
-  pthread_mutex_unlock (&t->lock);
+  thin_lock_release (t);
   if (r == 0)
-    r = commit_if_needed (t, a->fua);
+    r = decide_and_commit (t, a->fua);
   return r;
 }
 
@@ -614,7 +624,7 @@ thin_zero (struct volume *v, uint64_t offset, uint64_t length, bool may_trim,
            bool fua, bool fast)
 {
   struct thin *t = thin_of (v);
-  struct clear_args a = {
+  struct trim_zero_args a = {
     .zero = true, .may_trim = may_trim, .fua = fua, .fast = fast,
   };
 
@@ -627,20 +637,20 @@ thin_zero (struct volume *v, uint64_t offset, uint64_t length, bool may_trim,
     errno = EOPNOTSUPP;
     return -1;
   }
-  return clear (t, offset, length, &a);
+  return trim_or_zero_range (t, offset, length, &a);
 }
 
 int
 thin_trim (struct volume *v, uint64_t offset, uint64_t length, bool fua)
 {
   struct thin *t = thin_of (v);
-  struct clear_args a = { .zero = false, .fua = fua };
+  struct trim_zero_args a = { .zero = false, .fua = fua };
 
-  pthread_mutex_lock (&t->lock);
+  thin_lock_acquire (t);
   t->trims++;
   t->trim_bytes += length;
-  pthread_mutex_unlock (&t->lock);
-  return clear (t, offset, length, &a);
+  thin_lock_release (t);
+  return trim_or_zero_range (t, offset, length, &a);
 }
 
 int

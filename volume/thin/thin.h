@@ -39,7 +39,7 @@
 
 struct thin_map {
   struct extmap *runs;         /* logical slot -> physical slot (the
-                                  extent's time field: where it starts) */
+                                  extent's value: where it starts) */
   uint64_t nlogical;           /* logical slots (the last may be short) */
   uint64_t nphys;              /* physical slots */
   uint64_t mapped;             /* slots mapped */
@@ -310,12 +310,6 @@ extern int thin_meta_recover (const void *image, size_t len,
                               const struct thin_meta_id *id,
                               struct thin_map *m, struct thin_recovery *rec,
                               char *why, size_t whylen);
-
-/* The CRC-32C of a checkpoint's first len bytes, the 4-byte field at
- * crc_off taken as 0 (both versions).
- */
-extern uint32_t thin_checkpoint_crc (const unsigned char *p, size_t len,
-                                     size_t crc_off);
 
 /* Shared by both versions' readers (thin-journal.c).  Both headers
  * hold the slot size, the exported size, the backend's size, kind,

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: proof of effect (see proof.h), and the engine's side of
+ * it: the flusher's check of one sample, the log line, proof-adapt.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "arith.h"
+#include "engine-internal.h"
+#include "log.h"
+#include "policy.h"
+#include "proof.h"
+
+#define PPM_ONE UINT64_C (1000000)
+
+void
+proof_init (struct proof *p, uint64_t ppm, uint64_t max_bytes, bool supported)
+{
+  memset (p, 0, sizeof *p);
+  p->ppm = supported ? ppm : 0;
+  p->max_bytes = max_bytes;
+  p->supported = supported;
+}
+
+bool
+proof_enabled (const struct proof *p)
+{
+  return p->ppm > 0 && p->max_bytes > 0;
+}
+
+void
+proof_offer (struct proof *p, uint64_t offset, uint64_t length,
+             uint64_t granularity)
+{
+  uint64_t off, len;
+
+  if (!proof_enabled (p))
+    return;
+  p->credit += p->ppm;
+  if (p->credit < PPM_ONE)
+    return;
+  p->credit -= PPM_ONE;
+  /* Whole granules only (a FUA trim need not be aligned): less than one
+   * would not have been freed.
+   */
+  if (!policy_aligned_part (offset, length, granularity, &off, &len))
+    return;
+  len = round_down (MIN (len, p->max_bytes), granularity);
+  if (len == 0)
+    return;
+  if (p->n == PROOF_QUEUE) {
+    p->skipped++;
+    return;
+  }
+  p->q[(p->head + p->n) % PROOF_QUEUE] = (struct proof_sample) {
+    .offset = off, .length = len, .granularity = granularity,
+  };
+  p->n++;
+}
+
+bool
+proof_take (struct proof *p, struct proof_sample *s)
+{
+  if (p->n == 0)
+    return false;
+  *s = p->q[p->head];
+  p->head = (p->head + 1) % PROOF_QUEUE;
+  p->n--;
+  return true;
+}
+
+bool
+proof_queued (const struct proof *p)
+{
+  return p->n > 0;
+}
+
+/* The first ineffective result, once, with the likely cause. */
+static void
+say_ineffective (struct engine *e, const struct proof_sample *s,
+                 uint64_t allocated)
+  REQUIRES (engine_lock)
+{
+  const char *cause;
+
+  if (e->proof.ineffective_said)
+    return;
+  e->proof.ineffective_said = true;
+  if (allocated < s->length)
+    cause = "granularity or alignment: the store freed part of the range, "
+      "so it frees only larger or differently aligned units";
+  else
+    cause = "the store ignores discards of this size or alignment "
+      "(granularity), or ignores discards altogether";
+  dc_error ("proof of effect: backend %s acknowledged a discard of [%" PRIu64
+            ", +%" PRIu64 ") at granularity %" PRIu64 " but %" PRIu64
+            " bytes of it are still allocated; likely cause: %s%s "
+            "(said once; the statistics count proof_ineffective_bytes)",
+            e->backend->identity.name, s->offset, s->length, s->granularity,
+            allocated, cause,
+            engine_keys (e)->proof_adapt ? ""
+            : "; proof-adapt=on raises the forwarding granularity");
+}
+
+/* proof-adapt=on: a discard at the granularity in force freed nothing
+ * whole: forward in granules twice as large, up to PROOF_ADAPT_MAX and
+ * one chunk.  The map then counts finer pending pieces as sub-granule.
+ */
+static void
+adapt_locked (struct engine *e, const struct proof_sample *s)
+  REQUIRES (engine_lock)
+{
+  uint64_t g = e->fwd_granularity;
+
+  if (!engine_keys (e)->proof_adapt || s->granularity != g)
+    return;
+  if (g * 2 > PROOF_ADAPT_MAX || g * 2 > e->chunk_limit) {
+    if (!e->proof.adapt_max_said)
+      dc_error ("proof-adapt: discards at granularity %" PRIu64 " are still "
+                "ineffective and it is not raised further: the backend "
+                "seems to ignore discards", g);
+    e->proof.adapt_max_said = true;
+    return;
+  }
+  e->fwd_granularity = g * 2;
+  extmap_set_granularity (e->map, e->fwd_granularity);
+  e->proof.adapted++;
+  dc_error ("proof-adapt: discards at granularity %" PRIu64 " were "
+            "ineffective on backend %s: forwarding granularity raised to %"
+            PRIu64, g, e->backend->identity.name, e->fwd_granularity);
+}
+
+void
+engine_proof_turn_drops_lock (struct engine *e)
+  REQUIRES (engine_lock)
+{
+  struct proof_sample s;
+  uint64_t allocated;
+  int r;
+
+  if (!proof_take (&e->proof, &s))
+    return;
+  engine_lock_release (e);
+  r = backend_allocated_bytes (e->backend, s.offset, s.length, &allocated);
+  engine_lock_acquire (e);
+  /* Invariant 11: a write since the discard (it took the range out of
+   * the known-clean map before reaching the backend) voids the sample.
+   */
+  if (r == -1 || !clean_covers (&e->clean, s.offset, s.length)) {
+    e->proof.skipped++;
+    return;
+  }
+  e->proof.checks++;
+  e->proof.checked_bytes += s.length;
+  if (allocated == 0)
+    return;
+  e->proof.ineffective_bytes += allocated;
+  say_ineffective (e, &s, allocated);
+  adapt_locked (e, &s);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: the checks the on-disk formats' loaders share (see
+ * file-header.h).
+ */
+#include <config.h>
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "arith.h"
+#include "crc32c.h"
+#include "file-header.h"
+#include "fileio.h"
+#include "le.h"
+
+uint32_t
+file_frame_crc (const unsigned char *p, size_t len, size_t off_crc)
+{
+  static const unsigned char zero[4];
+  uint32_t crc = crc32c (0, p, off_crc);
+
+  crc = crc32c (crc, zero, sizeof zero);
+  return crc32c (crc, p + off_crc + 4, len - off_crc - 4);
+}
+
+int
+file_frame_check (const unsigned char *p, size_t len,
+                  const struct file_frame_layout *l, struct file_frame *f,
+                  char *why, size_t whylen)
+{
+  uint64_t end;
+
+  if (len < l->hsize)
+    return fileio_fail (why, whylen,
+                        "%s is truncated or corrupt: %zu bytes, less than "
+                        "its %zu-byte header", l->what, len, l->hsize);
+  f->namelen = get32 (p + l->off_namelen);
+  f->paylen = get64 (p + l->off_paylen);
+  if (get32 (p + 12) != l->hsize || f->namelen >= l->name_max)
+    return fileio_fail (why, whylen, "%s has a corrupt header", l->what);
+  end = l->hsize + f->namelen;
+  if (ADD_OVERFLOW (end, f->paylen, &end) || end > len ||
+      (l->whole && end != len))
+    return fileio_fail (why, whylen,
+                        "%s is truncated or corrupt: %zu bytes, its header "
+                        "says %s%" PRIu64, l->what, len,
+                        l->whole ? "" : "at least ", end);
+  f->end = end;
+  if (get32 (p + l->off_crc) != file_frame_crc (p, end, l->off_crc))
+    return fileio_fail (why, whylen, "%s is corrupt (checksum mismatch)",
+                        l->what);
+  return 0;
+}
+
+int
+file_same_backend (const struct file_backend *was,
+                   const struct file_backend *now, char *why, size_t whylen)
+{
+  bool has_inode = now->dev != 0 || now->ino != 0;
+
+  if (strcmp (was->kind, now->kind) != 0)
+    return fileio_fail (why, whylen, "saved for a %s backend, this one is %s",
+                        was->kind, now->kind);
+  if (has_inode && (was->dev != now->dev || was->ino != now->ino))
+    return fileio_fail (why, whylen,
+                        "saved for another %s (device %u:%u inode %" PRIu64
+                        ", %.*s), this is device %u:%u inode %" PRIu64,
+                        was->kind, major (was->dev), minor (was->dev),
+                        was->ino, (int) was->namelen, was->name,
+                        major (now->dev), minor (now->dev), now->ino);
+  if (!has_inode && (was->namelen != now->namelen ||
+                     memcmp (was->name, now->name, now->namelen) != 0))
+    return fileio_fail (why, whylen, "saved for %.*s, this backend is %.*s",
+                        (int) was->namelen, was->name,
+                        (int) now->namelen, now->name);
+  return 0;
+}

@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# discardcache: one round of the journal's crash loop
+# (test-journal-crash.sh).  The server runs with state=, delay=1h (the
+# flusher never forwards by itself) and granularity = BLOCK, so the
+# pending set and the known-clean map are exact sets of blocks that this
+# script models.
+#
+# A round first checks what the start replayed against the model saved
+# by the previous round:
+#   - the pending set (discardctl dump), block by block, equals the
+#     model's pending set at the last completed FLUSH, plus the blocks
+#     known clean then and written since (they are data, not holes, so
+#     replay moves them to pending: docs/design-notes.md); if a FLUSH was
+#     in flight at the kill, the model at that FLUSH is accepted too;
+#   - the known-clean bytes equal the model's;
+#   - every block whose last command was a write acknowledged before the
+#     last completed FLUSH reads back as written (never discarded);
+#   - every tenth round, a TRIM of the whole disk and a discardctl flush
+#     send exactly the bytes not known clean (what an fstrim would).
+# Then it runs random writes, trims, zeroes, FLUSHes and discardctl
+# flushes, and kills the server (kill -9) with nothing in flight or just
+# after sending a FLUSH.
+#
+# usage: journal-crash.py DISK CTL DISCARDCTL MODEL ROUND BLOCKS PID
+# DISK: a Unix socket (nbdkit), or the disk file of discardfuse, where a
+# pwrite is a write, fallocate PUNCH_HOLE a trim and fsync a FLUSH (no
+# zeroes there, and nothing in flight at the kill).
+import ctypes
+import os
+import pickle
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import nbd
+
+BLOCK = 4096
+disk, ctl, discardctl, model_path = sys.argv[1:5]
+rnd, nblocks, pid = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+rng = random.Random(int(os.environ.get("JOURNAL_CRASH_SEED", "1")) * 1000003 + rnd)
+
+
+def fail(msg):
+    print(f"journal-crash round {rnd}: FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def ctl_cmd(*args):
+    return subprocess.run([discardctl, "-s", ctl, *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def stats():
+    import json
+    return json.loads(ctl_cmd("stats", "--json"))
+
+
+def dumped_pending():
+    blocks = set()
+    for line in ctl_cmd("dump").splitlines():
+        off, length = (int(x) for x in line.split()[:2])
+        if off % BLOCK or length % BLOCK:
+            fail(f"pending extent {off}+{length} is not in whole blocks")
+        blocks.update(range(off // BLOCK, (off + length) // BLOCK))
+    return blocks
+
+
+def pattern(block, tag):
+    head = f"{block}:{tag}:".encode()
+    return (head * (BLOCK // len(head) + 1))[:BLOCK]
+
+
+def show(s):
+    return sorted(s)[:10]
+
+
+# The model.  pending, clean: block sets now.  last[b]: ("w", tag) for a
+# write, ("t",) for a trim, ("z",) for a zero.  data_since: blocks that
+# hold data written since the last completed FLUSH (zeroes and forwarded
+# discards make holes).  flushed: (pending, clean, protected) at the last
+# completed FLUSH; protected: {block: tag} whose last command then was a
+# write.  inflight: the same at a FLUSH in flight at the kill, or None.
+if os.path.exists(model_path):
+    with open(model_path, "rb") as f:
+        m = pickle.load(f)
+else:
+    m = {"pending": set(), "clean": set(), "last": {}, "data_since": set(),
+         "flushed": (set(), set(), {}), "inflight": None}
+
+class FileDisk:
+    """discardfuse's disk file, with the calls of a libnbd handle."""
+    PUNCH = 0x02 | 0x01                   # FALLOC_FL_PUNCH_HOLE | KEEP_SIZE
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDWR)
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_long, ctypes.c_long]
+
+    def get_size(self):
+        return os.fstat(self.fd).st_size
+
+    def pwrite(self, buf, off):
+        os.pwrite(self.fd, buf, off)
+
+    def pread(self, n, off):
+        return os.pread(self.fd, n, off)
+
+    def trim(self, n, off):
+        if self.libc.fallocate(self.fd, self.PUNCH, off, n) != 0:
+            raise OSError(ctypes.get_errno(), "fallocate")
+
+    def flush(self):
+        os.fsync(self.fd)
+
+
+if disk.endswith(".sock"):
+    h = nbd.NBD()
+    h.connect_unix(disk)
+else:
+    h = FileDisk(disk)
+nbd_mode = isinstance(h, nbd.NBD)
+if h.get_size() != nblocks * BLOCK:
+    fail("unexpected size")
+
+# --- the replay ---
+got = dumped_pending()
+st = stats()
+candidates = [m["flushed"]] + ([m["inflight"]] if m["inflight"] else [])
+match = None
+for pend, clean, protected in candidates:
+    moved = clean & m["data_since"]
+    if got == pend | moved and st["clean_bytes"] == len(clean - moved) * BLOCK:
+        match = (pend | moved, clean - moved, protected)
+        break
+if match is None:
+    pend, clean, _ = m["flushed"]
+    want = pend | (clean & m["data_since"])
+    fail(f"replayed pending set differs from the model at the last FLUSH: "
+         f"{len(got)} blocks, expected {len(want)}; extra {show(got - want)}, "
+         f"missing {show(want - got)}; clean_bytes {st['clean_bytes']}, "
+         f"expected {len(clean - (clean & m['data_since'])) * BLOCK}"
+         + (" (a FLUSH was in flight; its model does not match either)"
+            if m["inflight"] else ""))
+pending, clean, protected = set(match[0]), set(match[1]), dict(match[2])
+for b, tag in m["flushed"][2].items():
+    if m["last"].get(b) == ("w", tag) and h.pread(BLOCK, b * BLOCK) != pattern(b, tag):
+        fail(f"block {b}, written and flushed, does not read back as written")
+# What the last FLUSH made durable is the truth now: later writes may
+# or may not have survived, so their blocks are unknown.
+last = {b: v for b, v in m["last"].items()
+        if not (v[0] == "w" and protected.get(b) != v[1])}
+
+if rnd % 10 == 0:
+    before = st["forwarded_bytes"]
+    h.trim(nblocks * BLOCK, 0)
+    ctl_cmd("flush", "--wait")
+    sent = stats()["forwarded_bytes"] - before
+    want = (nblocks - len(clean)) * BLOCK
+    if sent != want:
+        fail(f"a TRIM of the whole disk sent {sent} bytes, expected {want} "
+             f"(all but the {len(clean)} blocks known clean)")
+    pending, clean, last = set(), set(range(nblocks)), {}
+    h.flush()
+protected = {b: v[1] for b, v in last.items() if v[0] == "w"}
+flushed = (set(pending), set(clean), dict(protected))
+data_since = set()
+
+
+def extent():
+    n = rng.choice([1, 1, 2, 4, 8, 16])
+    b = rng.randrange(nblocks - n + 1)
+    return b, n
+
+
+def do_flush():
+    global flushed, data_since
+    h.flush()
+    flushed = (set(pending), set(clean),
+               {b: v[1] for b, v in last.items() if v[0] == "w"})
+    data_since = set()
+
+
+ops = rng.randrange(50, 400)
+for i in range(ops):
+    r = rng.random()
+    b, n = extent()
+    blocks = set(range(b, b + n))
+    if r < 0.40:
+        tag = f"{rnd}.{i}"
+        h.pwrite(b"".join(pattern(x, tag) for x in range(b, b + n)), b * BLOCK)
+        pending -= blocks
+        clean -= blocks
+        data_since |= blocks
+        for x in blocks:
+            last[x] = ("w", tag)
+    elif r < 0.75:
+        h.trim(n * BLOCK, b * BLOCK)
+        pending |= blocks - clean
+        for x in blocks:
+            last[x] = ("t",)
+    elif r < 0.82 and nbd_mode:
+        h.zero(n * BLOCK, b * BLOCK)      # may trim: a hole, clean
+        pending -= blocks
+        clean |= blocks
+        data_since -= blocks
+        for x in blocks:
+            last[x] = ("z",)
+    elif r < 0.84:
+        ctl_cmd("flush", "--wait")
+        clean |= pending
+        data_since -= pending
+        pending = set()
+        # discardfuse: the discardctl child closed its copy of our
+        # descriptor at exec, and FUSE sends a FLUSH at every close: the
+        # model follows with one of its own.
+        if not nbd_mode:
+            do_flush()
+    elif r < 0.93 or i % 100 == 99:
+        do_flush()
+
+m = {"pending": pending, "clean": clean, "last": last,
+     "data_since": data_since, "flushed": flushed, "inflight": None}
+if nbd_mode and rng.random() < 0.5:
+    h.aio_flush()
+    m["inflight"] = (set(pending), set(clean),
+                     {b: v[1] for b, v in last.items() if v[0] == "w"})
+    time.sleep(rng.random() * 0.004)
+with open(model_path + ".tmp", "wb") as f:
+    pickle.dump(m, f)
+os.rename(model_path + ".tmp", model_path)
+os.kill(pid, signal.SIGKILL)
+print(f"round {rnd}: replay matched ({len(got)} pending blocks, "
+      f"{st['journal_replayed_records']} records replayed), {ops} commands, "
+      f"{'a FLUSH in flight at' if m['inflight'] else 'nothing in flight at'} "
+      f"the kill")

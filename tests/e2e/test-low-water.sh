@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# discardcache: low-water= (issue 24, invariant 11) on a real small
+# file system.  A 96 MiB ext4, loop-mounted, holds the backing file (48
+# MiB written); the front-end serves it with delay=1h, a client trims 40
+# MiB (pending: the store still holds it), and a filler file takes the
+# store's free space below the mark.  With low-water=24M the pending
+# bytes reach the backend within a flusher cycle (pending_bytes 0,
+# pressure_forwarded_bytes, the store's free space back above the mark,
+# pressure entered and left); without the key nothing moves.  Through
+# nbdkit (the trim sent through libnbd) and discardfuse (fallocate
+# --punch-hole on its disk).
+source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
+requires_root
+requires_loop
+requires_fuse
+requires mkfs.ext4 -V
+requires /usr/bin/python3 -c 'import nbd'
+requires "$NBDKIT" --version
+requires jq --version
+[ -x "$DISCARDFUSE" ] || fail "$DISCARDFUSE is missing: build first (make)"
+
+mktempdir
+MiB=$(( 1024 * 1024 ))
+
+store_free ()
+{
+    df -B1 --output=avail "$store" | tail -n 1 | tr -d ' '
+}
+
+stat_of ()
+{
+    "$DISCARDCTL" -s "$ctl" stats --json | jq -r ".$1"
+}
+
+# scenario FRONTEND KEYS...: prints what happened; sets PENDING, SENT,
+# FREE_BEFORE, FREE_AFTER, ENTERED.
+scenario ()
+{
+    local frontend=$1 dir i
+    shift
+    dir=$(mktemp -d "$TESTDIR/$frontend.XXXX")
+    store=$dir/store ctl=$dir/ctl
+    truncate -s 96M "$dir/store.img"
+    mkfs.ext4 -q -F -m 0 "$dir/store.img" || fail "mkfs.ext4 failed"
+    mkdir -p "$store" "$dir/mnt"
+    mount -o loop "$dir/store.img" "$store" || fail "mount of the store failed"
+    cleanup_fn umount_if_mounted "$store"
+    dd if=/dev/urandom of="$store/disk.img" bs=1M count=48 conv=fsync status=none
+    case $frontend in
+    nbdkit)
+        start_nbdkit -P "$dir/pid" -U "$dir/sock" "$PLUGIN" \
+            backend="$store/disk.img" ctl="$ctl" delay=1h "$@"
+        wait_for_ctl "$ctl"
+        /usr/bin/python3 -c 'import nbd, sys
+h = nbd.NBD(); h.connect_unix(sys.argv[1]); h.trim(int(sys.argv[2]), 0)' \
+            "$dir/sock" $(( 40 * MiB )) || fail "the trim through nbdkit failed" ;;
+    fuse)
+        start_discardfuse "$dir/mnt" backend="$store/disk.img" ctl="$ctl" \
+            delay=1h "$@"
+        fallocate --punch-hole --keep-size -o 0 -l 40M "$dir/mnt/disk" ||
+            fail "fallocate --punch-hole on discardfuse failed" ;;
+    esac
+    PENDING=$(stat_of pending_bytes)
+    [ "$PENDING" -eq $(( 40 * MiB )) ] || fail "$frontend: $PENDING bytes pending after the trim, expected 40 MiB"
+    FREE_BEFORE=$(store_free)
+    # Below the mark: the store's free space minus 30 MiB.
+    dd if=/dev/urandom of="$store/filler" bs=1M count=30 conv=fsync status=none
+    FREE_LOW=$(( FREE_BEFORE - 30 * MiB ))  # (the flusher may act during dd)
+    for (( i = 0; i < 30; i++ )); do
+        sleep 0.1
+        [ "$(stat_of pending_bytes)" -eq 0 ] && break
+    done
+    sleep 2                             # and nothing more moves
+    sync -f "$store"
+    FREE_AFTER=$(store_free) PENDING=$(stat_of pending_bytes)
+    SENT=$(stat_of pressure_forwarded_bytes) ENTERED=$(stat_of pressure_entered)
+    FORWARDED=$(stat_of forwarded_bytes) LEFT=$(stat_of pressure)
+    echo "$frontend $*: store free $FREE_BEFORE, the filler takes it to $FREE_LOW;" \
+         "$(( i * 100 )) ms after the filler, pending $PENDING, forwarded $FORWARDED" \
+         "(under pressure $SENT), store free $FREE_AFTER, pressure entered $ENTERED, now $LEFT"
+    case $frontend in
+    nbdkit) stop_pidfile "$dir/pid" nbdkit ;;
+    fuse) stop_discardfuse "$dir/mnt" "$DISCARDFUSE_PID" ;;
+    esac
+    umount "$store"
+}
+
+for frontend in nbdkit fuse; do
+    scenario $frontend low-water=24M
+    [ "$PENDING" -eq 0 ] || fail "$frontend: $PENDING bytes still pending under pressure"
+    [ "$SENT" -ge $(( 40 * MiB )) ] || fail "$frontend: only $SENT bytes forwarded under pressure"
+    [ "$ENTERED" -eq 1 ] && [ "$LEFT" -eq 0 ] || fail "$frontend: pressure entered $ENTERED times, now $LEFT (expected once, and left)"
+    [ "$FREE_AFTER" -ge $(( FREE_LOW + 32 * MiB )) ] || fail "$frontend: the store's free space did not come back ($FREE_LOW -> $FREE_AFTER)"
+
+    scenario $frontend
+    [ "$PENDING" -eq $(( 40 * MiB )) ] && [ "$FORWARDED" -eq 0 ] ||
+        fail "$frontend: without low-water= something moved ($PENDING pending, $FORWARDED forwarded)"
+done
+
+# The key is refused where free space is unknown.
+start_nbdkit -P "$TESTDIR/mem.pid" -U "$TESTDIR/mem.sock" memory 16M
+if "$NBDKIT" -f -U "$TESTDIR/x.sock" "$PLUGIN" backend="nbd+unix:///?socket=$TESTDIR/mem.sock" \
+       low-water=10% 2>"$TESTDIR/refused.log"; then
+    fail "low-water= was accepted on an NBD backend"
+fi
+grep -q "low-water: the free space of backend" "$TESTDIR/refused.log" ||
+    { cat "$TESTDIR/refused.log"; fail "no clear message refusing low-water= on NBD"; }
+echo "low-water: ok"
