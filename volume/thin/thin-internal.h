@@ -2,8 +2,9 @@
 /* discardcache: the thin volume's state, shared by the files that
  * implement it: thin.c (the data path), thin-order.c (request
  * ordering), thin-alloc.c (plans and the allocator's policy),
- * thin-open.c (opening, geometry, statistics) and thin-meta.c (the meta
- * file on disk: commits, checkpoints, recovery).
+ * thin-open.c (opening, geometry, statistics), thin-meta.c (the meta
+ * file on disk: commits, checkpoints, recovery) and thin-reserve.c (the
+ * reuse reserve).
  *
  * Locks, in the order they are taken (never the other way round):
  *   1. commit_lock (thin_commit_lock): one commit or checkpoint at a
@@ -41,7 +42,7 @@
  * reused before that could take the late discard over its new data).
  */
 struct thin_undurable {
-  uint64_t seq;                     /* its UNMAP record's number */
+  uint64_t seq;                     /* its record's number */
   uint32_t p, n;                    /* physical slots */
   uint32_t type;                    /* THIN_REC_UNMAP, or _KEEP (joins
                                        the reserve), or _RELEASE (left it) */

@@ -9,9 +9,10 @@
  *                   extent map's B+tree (extmap_new_runs), and the
  *                   checks recovery makes against the free set;
  *   thin-space.c    free physical slots and the allocator's queries:
- *                   freed slots whose discard may be pending (best fit
- *                   by run length, then most recently freed), clean
- *                   ones, and which of those are known to read as zeros;
+ *                   freed slots kept in the reuse reserve and those
+ *                   whose discard may be pending (each best fit by run
+ *                   length, then most recently freed), clean ones, and
+ *                   which of those are known to read as zeros;
  *   thin-journal.c  the meta file's format: a checkpoint of runs, then
  *                   journal records, each describing a run;
  *   thin-meta-v1.c  format version 1 (one entry per logical slot),
