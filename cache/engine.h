@@ -191,6 +191,11 @@ extern void engine_pause (struct engine *e, bool paused);
  */
 extern void engine_set_pressure (struct engine *e, bool pressure);
 
+/* Whether the backend's free space is below low-water= now (or pressure
+ * was set by hand): thin mode then discards its reuse reserve.
+ */
+extern bool engine_under_pressure (struct engine *e);
+
 /* Change a runtime-safe key (delay, minlen, idle, rate) while running. */
 extern int engine_set (struct engine *e, const char *key, const char *value);
 

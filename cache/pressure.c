@@ -124,3 +124,14 @@ engine_pressure_stats_locked (struct engine *e, struct engine_stats *st)
   st->pressure_entered = e->pressure_entered;
   st->pressure_forwarded_bytes = e->pressure_forwarded_bytes;
 }
+
+bool
+engine_under_pressure (struct engine *e)
+{
+  bool pressure;
+
+  engine_lock_acquire (e);
+  pressure = e->pressure;
+  engine_lock_release (e);
+  return pressure;
+}

@@ -248,6 +248,11 @@ const struct service_key service_keys[] = {
   { "size", "SIZE", NULL, "the backend's",
     "Thin mode's exported size.",
     VOLUME, false, ALL, NULL },
+  { "reserve", "SIZE|PERCENT%", NULL,
+    "the larger of 64M and 1% of the exported size",
+    "Thin mode's reuse reserve: freed slots kept undiscarded for reuse "
+    "(0: discard every freed run, as before reserve= existed).",
+    VOLUME, false, ALL, NULL },
   { "meta", "FILE", NULL, "none, required with thin=on",
     "Thin mode's slot map and journal (created if missing).",
     VOLUME, false, ALL, NULL },

@@ -121,6 +121,10 @@ do_flush (struct ctl_client *c, const struct ctl_request *req)
   FILE *fp;
   int r;
 
+  /* Thin mode's reserve first: its runs join what this flush forwards. */
+  if (req->reserve && volume_release_reserve (c->s->v) == -1)
+    return ctl_send_error (c, "flush --reserve: the reuse reserve could not "
+                           "be handed to the engine (see the server's log)");
   engine_flush_begin (c->s->e, &f);
   if (!req->wait) {
     if ((fp = ctl_out_open (c)) == NULL)

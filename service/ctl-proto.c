@@ -65,11 +65,13 @@ parse_flush (char **arg, size_t nargs, struct ctl_request *req,
 {
   for (size_t i = 0; i < nargs; i++) {
     bool *flag = strcmp (arg[i], "--wait") == 0 ? &req->wait
-               : strcmp (arg[i], "--progress") == 0 ? &req->progress : NULL;
+               : strcmp (arg[i], "--progress") == 0 ? &req->progress
+               : strcmp (arg[i], "--reserve") == 0 ? &req->reserve : NULL;
 
     if (flag == NULL || *flag) {
       snprintf (err, errlen, "flush: %s option '%.64s': expected flush "
-                "[--wait] [--progress]", flag ? "repeated" : "unknown", arg[i]);
+                "[--wait] [--progress] [--reserve]",
+                flag ? "repeated" : "unknown", arg[i]);
       return -1;
     }
     *flag = true;

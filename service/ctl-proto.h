@@ -9,7 +9,8 @@
  * ASCII, ended by "\n") and answers each with JSON objects, one a line.
  * The last line of every reply carries "ok" (true, or false with
  * "error"); lines before it (dump extents, flush progress) do not.
- * Requests: stats | flush [--wait] [--progress] | dump [--map] | pause | resume |
+ * Requests: stats | flush [--wait] [--progress] [--reserve] | dump [--map] |
+ * pause | resume |
  * set KEY=VALUE [KEY=VALUE...] | forget-clean | help.  set answers one
  * line {"set":KEY,"value":VALUE} per pair, the last with "ok":true, so
  * that a single pair gets the one line it got before several were
@@ -27,7 +28,8 @@
 #define CTL_MAX_LINE 4096
 /* The commands, as help and error replies list them. */
 #define CTL_COMMANDS \
-  "stats, flush [--wait] [--progress], dump [--map], pause, resume, " \
+  "stats, flush [--wait] [--progress] [--reserve], dump [--map], pause, " \
+  "resume, " \
   "set KEY=VALUE [KEY=VALUE...], forget-clean, help"
 /* Most KEY=VALUE pairs in one set request. */
 #define CTL_SET_MAX 16
@@ -47,6 +49,8 @@ struct ctl_request {
   enum ctl_command command;
   bool wait;                   /* flush --wait */
   bool progress;               /* flush --progress (implies --wait) */
+  bool reserve;                /* flush --reserve: thin mode's reuse
+                                  reserve too */
   bool map;                    /* dump --map: the thin slot map */
   size_t nset;                 /* set: pairs, each different keys, */
   const char *keys[CTL_SET_MAX]; /* pointing into the parsed line */

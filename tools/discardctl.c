@@ -32,8 +32,9 @@
   "        [--count=N]         statistics, once or every INTERVAL (1s)\n" \
   "  stats --file=FILE [...]   the same from a statsfile= or discardfuse's\n" \
   "                            MOUNTPOINT/stats, without the socket\n" \
-  "  flush [--wait] [--progress] [--json]\n" \
-  "                            forward every pending discard now\n" \
+  "  flush [--wait] [--progress] [--reserve] [--json]\n" \
+  "                            forward every pending discard now (and\n" \
+  "                            with --reserve thin mode's reuse reserve)\n" \
   "  dump [--json]             pending extents: offset length age_ms\n" \
   "  dump --map [--json]       thin mode's map in runs: offset physical length\n" \
   "  pause | resume            stop or restart the flusher\n" \
@@ -67,6 +68,7 @@ struct cmdline {
   const char *file;            /* stats --file */
   bool wait;
   bool progress;
+  bool reserve;                /* flush --reserve */
   char **assignments;          /* set: KEY=VALUE words */
   int nassignments;
 };
@@ -269,8 +271,9 @@ cmd_flush (const struct cmdline *cl, struct ctl_conn *conn)
   char request[64];
   int r;
 
-  snprintf (request, sizeof request, "flush%s%s", cl->wait ? " --wait" : "",
-            cl->progress ? " --progress" : "");
+  snprintf (request, sizeof request, "flush%s%s%s",
+            cl->wait ? " --wait" : "", cl->progress ? " --progress" : "",
+            cl->reserve ? " --reserve" : "");
   if ((r = ctl_conn_send (conn, request)) != EXIT_OK)
     return r;
   progress_init (&prog, stdout);
@@ -457,6 +460,7 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
     { "wait", no_argument, NULL, 'W' },
     { "progress", no_argument, NULL, 'p' },
     { "map", no_argument, NULL, 'm' },
+    { "reserve", no_argument, NULL, 'R' },
     { NULL, 0, NULL, 0 },
   };
   bool stats = strcmp (cl->command, "stats") == 0;
@@ -476,7 +480,10 @@ parse_command_options (struct cmdline *cl, int argc, char **argv)
       cl->wait = true;
     else if (c == 'p' && flush)
       cl->wait = cl->progress = true;
-    else if (stats && c != '?' && c != ':' && c != 'W' && c != 'p') {
+    else if (c == 'R' && flush)
+      cl->reserve = true;
+    else if (stats && c != '?' && c != ':' && c != 'W' && c != 'p' &&
+             c != 'R') {
       if ((r = parse_stats_option (cl, c, optarg)) != EXIT_OK)
         return r;
     }

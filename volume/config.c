@@ -15,7 +15,7 @@
 void
 volume_config_init (struct volume_config *cfg)
 {
-  *cfg = (struct volume_config) { .slot = 0 };
+  *cfg = (struct volume_config) { .reserve = VOLUME_RESERVE_AUTO };
 }
 
 void
@@ -42,6 +42,56 @@ set_size (const char *key, const char *value, uint64_t *out)
   return 0;
 }
 
+/* reserve=SIZE or PERCENT% of the exported size (up to two decimals,
+ * kept in hundredths of a percent).
+ */
+static int
+set_reserve (struct volume_config *cfg, const char *key, const char *value)
+{
+  size_t len = strlen (value);
+  uint64_t hundredths = 0;
+  int digits = 0, decimals = -1;
+
+  if (len == 0 || value[len - 1] != '%') {
+    uint64_t n;
+
+    if (parse_size (key, value, &n) == -1)
+      return -1;
+    cfg->reserve = n;
+    cfg->reserve_percent = false;
+    return 0;
+  }
+  for (const char *q = value; q < value + len - 1; q++) {
+    if (*q == '.' && decimals < 0 && digits > 0) {
+      decimals = 0;
+      continue;
+    }
+    if (*q < '0' || *q > '9' || decimals == 2 || hundredths > 10000)
+      goto bad;
+    hundredths = hundredths * 10 + (uint64_t) (*q - '0');
+    if (decimals >= 0)
+      decimals++;
+    else
+      digits++;
+  }
+  if (digits == 0 || decimals == 0)
+    goto bad;
+  for (int d = decimals < 0 ? 0 : decimals; d < 2; d++)
+    hundredths *= 10;
+  if (hundredths > 10000)
+    goto bad;
+  cfg->reserve = hundredths;
+  cfg->reserve_percent = true;
+  return 0;
+
+ bad:
+  dc_error ("%s=%s: invalid value: expected %s, or a percentage of the "
+            "exported size from 0%% to 100%% (up to two decimals), e.g. "
+            "64M or 1%%", key, value, PARSE_SIZE_FORMS);
+  errno = EINVAL;
+  return -1;
+}
+
 int
 volume_config_set (struct volume_config *cfg, const char *key,
                    const char *value)
@@ -57,6 +107,8 @@ volume_config_set (struct volume_config *cfg, const char *key,
                             true, &cfg->slot);
   if (strcmp (key, "size") == 0)
     return set_size (key, value, &cfg->size);
+  if (strcmp (key, "reserve") == 0)
+    return set_reserve (cfg, key, value);
   if (strcmp (key, "meta") == 0)
     return parse_path (key, value, "the path of a file, e.g. /var/lib/dc.meta",
                        &cfg->meta);
@@ -72,9 +124,10 @@ volume_config_complete (const struct volume_config *cfg)
     errno = EINVAL;
     return -1;
   }
-  if (!cfg->thin && (cfg->meta || cfg->size)) {
+  if (!cfg->thin && (cfg->meta || cfg->size ||
+                     cfg->reserve != VOLUME_RESERVE_AUTO)) {
     dc_error ("%s is a thin-mode key: add thin=on, or remove it",
-              cfg->meta ? "meta=" : "size=");
+              cfg->meta ? "meta=" : cfg->size ? "size=" : "reserve=");
     errno = EINVAL;
     return -1;
   }

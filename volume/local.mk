@@ -20,6 +20,7 @@ libvolume_la_SOURCES = \
 	volume/thin/thin-open.c \
 	volume/thin/thin-order.c \
 	volume/thin/thin-order.h \
+	volume/thin/thin-reserve.c \
 	volume/thin/thin-space.c \
 	volume/thin/thin-volume.h
 libvolume_la_CPPFLAGS = $(VOLUME_CPPFLAGS)

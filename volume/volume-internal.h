@@ -30,6 +30,8 @@ struct volume_ops {
   /* NULL: not a mapping volume (ENOTSUP). */
   ssize_t (*dump_map_batch) (struct volume *v, uint64_t from,
                              struct volume_map_run *runs, size_t max);
+  /* NULL: the volume keeps no free space of its own (0). */
+  int (*release_reserve) (struct volume *v);
   void (*close) (struct volume *v);
 };
 

@@ -109,6 +109,12 @@ volume_get_stats (struct volume *v, struct volume_stats *st)
   v->ops->stats (v, st);
 }
 
+int
+volume_release_reserve (struct volume *v)
+{
+  return v->ops->release_reserve ? v->ops->release_reserve (v) : 0;
+}
+
 ssize_t
 volume_dump_map_batch (struct volume *v, uint64_t from,
                        struct volume_map_run *runs, size_t max)

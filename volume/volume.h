@@ -35,7 +35,15 @@ struct volume_config {
                                   granularity, at least 4 KiB) */
   uint64_t size;               /* thin exported size; 0: the backend's */
   char *meta;                  /* thin map and journal (owned) */
+  uint64_t reserve;            /* thin reuse reserve: bytes, or with
+                                  reserve_percent hundredths of a percent
+                                  of the exported size; VOLUME_RESERVE_AUTO:
+                                  the default */
+  bool reserve_percent;
 };
+
+/* reserve= unset: the larger of 64 MiB and 1% of the exported size. */
+#define VOLUME_RESERVE_AUTO UINT64_MAX
 
 /* Thin mode's statistics (all 0 without thin=on). */
 /* Thin mode's statistics, one member a field of thin-stats.h's table. */
@@ -98,6 +106,12 @@ extern int volume_trim (struct volume *v, uint64_t offset, uint64_t length,
 extern int volume_flush (struct volume *v);
 extern int volume_extents (struct volume *v, uint64_t offset, uint64_t length,
                            backend_extent_fn fn, void *opaque);
+
+/* Thin mode: hand the whole reuse reserve (reserve=) to the engine as
+ * pending discards, for discardctl flush --reserve.  Identity: nothing
+ * to do.  0, or -1 (reported).
+ */
+extern int volume_release_reserve (struct volume *v);
 
 /* The statistics: the engine's and the volume's own. */
 extern void volume_get_stats (struct volume *v, struct volume_stats *st);

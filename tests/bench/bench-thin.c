@@ -135,7 +135,7 @@ write_meta (const char *path, const struct thin_meta_id *id, uint64_t runs)
   printf ("map_bytes_per_run %.1f\n",
           (double) thin_map_memory (&m) / thin_map_runs (&m));
   printf ("map_bytes_per_run_random %.1f\n", random_map_bytes (runs));
-  if (thin_checkpoint_encode (id, m.runs, 1, 0, &img, &len) == -1)
+  if (thin_checkpoint_encode (id, m.runs, NULL, 1, 0, &img, &len) == -1)
     die ("thin_checkpoint_encode");
   thin_map_free (&m);
   fd = open (path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -232,6 +232,10 @@ main (int argc, char *argv[])
   vcfg.slot = SLOT;
   vcfg.size = id.size;
   vcfg.meta = strdup (meta);
+  /* Freed runs go pending, as they did before the reuse reserve (which
+   * orders its runs in the same structure, struct thin_freed).
+   */
+  vcfg.reserve = 0;
   t0 = now ();
   v = volume_open (e, &vcfg);
   if (v == NULL)

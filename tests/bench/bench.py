@@ -781,7 +781,9 @@ def runs_note(n):
 
 THIN_CHURN_HEAD = ["contender", "churn s", "× identity", "fstrim s", "TRIMs sent", "device discards: churn",
                    "fstrim", "final flush", "total", "× identity", "device MiB", "× identity",
-                   "slots reused", "zero-fills", "files intact", "xfs_repair -n after restart"]
+                   "slots reused", "writes from the reserve", "discards avoided",
+                   "reserve MiB", "file MiB after stop", "zero-fills", "files intact",
+                   "xfs_repair -n after restart"]
 
 
 def thin_churn_row(t, case, c):
@@ -804,6 +806,10 @@ def thin_churn_row(t, case, c):
             fmt((t.med(case, c, "dev_bytes") or 0) / MiB, 1),
             fmt_rel(t.rel(case, c, "dc", "dev_bytes")) if c != "dc" else "1",
             fmt(t.med(case, c, "dc_thin_reused"), 0) if c == "thin" else "–",
+            fmt(t.med(case, c, "dc_thin_reserve_writes"), 0) if c == "thin" else "–",
+            fmt(t.med(case, c, "dc_thin_discards_avoided"), 0) if c == "thin" else "–",
+            fmt((t.med(case, c, "dc_thin_reserve_bytes") or 0) / MiB, 1) if c == "thin" else "–",
+            fmt((t.med(case, c, "alloc") or 0) / MiB, 1) if t.med(case, c, "alloc") is not None else "–",
             fmt(t.med(case, c, "dc_thin_zero_fills"), 0) if c == "thin" else "–",
             intact, repair]
 
@@ -848,6 +854,14 @@ def thin_churn_targets(t, case, targets):
     targets.append((where, verdict(
         r_bytes[0] is not None and r_bytes[0] <= 1,
         "thin mode's device discard bytes %s identity mode's (target ≤ 1x)" % fmt_rel(r_bytes, 2))))
+    alloc = (t.med(case, "thin", "alloc"), t.med(case, "dc", "alloc"),
+             t.med(case, "thin", "dc_thin_reserve_limit"))
+    if None not in alloc:
+        targets.append((where, verdict(
+            alloc[0] <= alloc[1] + alloc[2],
+            "the device file's allocated bytes after the stop: thin mode %s MiB, identity "
+            "mode %s MiB + the reserve %s MiB (target ≤ that sum)"
+            % (fmt(alloc[0] / MiB, 1), fmt(alloc[1] / MiB, 1), fmt(alloc[2] / MiB, 1)))))
     targets.append((where, verdict(
         all(r.get("intact") == 1 for r in runs) and
         all(r.get("repair_ok") == 1 for r in t.reps(case, "thin")),
@@ -865,7 +879,14 @@ def report_thin(t, out, targets):
         "the file checksums must all pass. *device discards* are the commands the "
         "device started (its log); × is to identity mode, with the spread of one run "
         "to the identity run next to it in brackets. *zero-fills* are the zero "
-        "requests thin mode sent to fill new slots around a first write (`thin_zero_fills`).")):
+        "requests thin mode sent to fill new slots around a first write (`thin_zero_fills`). "
+        "Thin mode keeps up to `reserve=` (default: the larger of 64 MiB and 1% of the "
+        "export) of freed slots undiscarded for reuse: *slots reused* counts writes into "
+        "slots whose discard was pending (`thin_reused`), *writes from the reserve* "
+        "writes into reserve slots (`thin_reserve_writes`), *discards avoided* the "
+        "reserve runs reused with no discard ever sent (`thin_discards_avoided`), "
+        "*reserve MiB* what the reserve held at the stop, *file MiB after stop* the "
+        "device file's allocated bytes after everything stopped.")):
         return
     churns = [c for c in t.cases if c.startswith("XFS")]
     for case in churns:

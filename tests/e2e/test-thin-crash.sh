@@ -6,7 +6,10 @@
 # slot is a hole), writes and trims with patterns unique to the slot and
 # the round, flushes, leaves more writes and trims unflushed, and kills
 # the server with SIGKILL.  The backend starts full of random bytes, so a
-# slot exposing stale or another slot's data shows.
+# slot exposing stale or another slot's data shows.  A reuse reserve of a
+# quarter of the pool (reserve=2M) keeps freed runs across the kills and
+# discards the largest past it, so a reserve run that came back mapped
+# would be written over live data and show.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 requires "$NBDKIT" --version
 requires /usr/bin/python3 -c 'import nbd'
@@ -14,7 +17,8 @@ requires /usr/bin/python3 -c 'import nbd'
 mktempdir
 dir=$TESTDIR
 head -c 8M /dev/urandom > "$dir/disk.img"
-keys=(thin=on slot=64k size=16M "meta=$dir/meta" ctl=none delay=1h idle=0)
+keys=(thin=on slot=64k size=16M reserve=2M "meta=$dir/meta" ctl=none delay=1h
+      idle=0)
 
 for round in 1 2 3 4 5; do
     start_nbdkit -P "$dir/$round.pid" -U "$dir/$round.sock" "$PLUGIN" \
@@ -55,5 +59,9 @@ stop_pidfile "$dir/last.pid" nbdkit
 wait_for_file "$dir/stats.json" || fail "no statistics"
 echo "thin mapped $(json_get "$dir/stats.json" thin_mapped)," \
      "reused $(json_get "$dir/stats.json" thin_reused)," \
+     "from the reserve $(json_get "$dir/stats.json" thin_reserve_writes)," \
+     "reserve $(json_get "$dir/stats.json" thin_reserve_bytes) bytes," \
      "commits $(json_get "$dir/stats.json" thin_commits)"
+[ "$(json_get "$dir/stats.json" thin_reserve_bytes)" -gt 0 ] ||
+    fail "the reserve was empty at the end: the rounds did not exercise it"
 echo "thin crash: ok"

@@ -141,7 +141,7 @@ write_seed (const char *dir, const char *name, const struct thin_map *m,
   size_t len;
   FILE *fp;
 
-  CHECK (thin_checkpoint_encode (&id, m->runs, 1, 0, &img, &len) == 0);
+  CHECK (thin_checkpoint_encode (&id, m->runs, NULL, 1, 0, &img, &len) == 0);
   snprintf (path, sizeof path, "%s/%s", dir, name);
   fp = fopen (path, "w");
   CHECK (fp != NULL);

@@ -53,7 +53,7 @@ expect "discardctl stats --" --json --format= --watch --watch= --count= --file=
 expect "discardctl stats --f" --format= --file=
 expect "discardctl stats --format=" table json prometheus
 expect "discardctl stats --format=pro" prometheus
-expect "discardctl flush --" --wait --progress --json
+expect "discardctl flush --" --wait --progress --reserve --json
 expect "discardctl dump --" --json --map
 expect "discardctl pause "
 expect "discardctl set " delay= minlen= idle= rate= budget=

@@ -188,7 +188,7 @@ test_checkpoint_roundtrip (void **state)
   for (int round = 0; round < 50; round++) {
     assert_int_equal (thin_map_init (&m, 2 * NPHYS, NPHYS), 0);
     random_map (&m, &seed);
-    assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, 7, 1234,
+    assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, NULL, 7, 1234,
                                               (void **) &img, &len), 0);
     assert_int_equal (thin_map_init (&r, 2 * NPHYS, NPHYS), 0);
     assert_int_equal (thin_meta_recover (img, len, &test_id, &r, &rec, why,
@@ -219,7 +219,7 @@ test_checkpoint_roundtrip (void **state)
   }
   /* Another slot size, exported size or backend is refused. */
   assert_int_equal (thin_map_init (&m, 2 * NPHYS, NPHYS), 0);
-  assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, 1, 0,
+  assert_int_equal (thin_checkpoint_encode (&test_id, m.runs, NULL, 1, 0,
                                             (void **) &img, &len), 0);
   other.backend_size = DISK * 2;
   assert_int_equal (thin_meta_recover (img, len, &other, &m, &rec, why,

@@ -111,7 +111,7 @@ test_space_renumber (void **state)
   struct extent x;
 
   assert_int_equal (thin_space_init (&s), 0);
-  s.seq_limit = 10;
+  s.pending.seq_limit = 10;
   for (uint64_t i = 0; i < 40; i++)
     thin_space_add_pending (&s, i * 10, 1 + i % 3);
   /* The newest run of each length. */

@@ -30,12 +30,14 @@ char meta[300];
 struct mem_backend *mem;
 struct volume *vol;
 struct engine *eng;
+const char *reserve_key;
 
 int
 thin_setup (void **state)
 {
   scratch_make (dir, sizeof dir, "test-thin");
   snprintf (meta, sizeof meta, "%s/meta", dir);
+  reserve_key = "0";
   return 0;
 }
 
@@ -75,6 +77,7 @@ open_thin_on (struct mem_backend *m, const char *slot, const char *size)
   assert_int_equal (volume_config_set (&vcfg, "slot", slot), 0);
   assert_int_equal (volume_config_set (&vcfg, "size", size), 0);
   assert_int_equal (volume_config_set (&vcfg, "meta", meta), 0);
+  assert_int_equal (volume_config_set (&vcfg, "reserve", reserve_key), 0);
   mem = m ? m : mem_backend_new (DISK, 4 * KiB, 1 << 30);
   eng = engine_open (&ecfg, &mem->b);
   assert_non_null (eng);
@@ -185,5 +188,16 @@ reopen_after_crash (struct mem_backend *copy, unsigned char *img, size_t len)
   write_file (meta, img, len);
   free (img);
   vol = open_thin_on (copy, "64k", "2M");
+  assert_non_null (vol);
+}
+
+void
+restart (void)
+{
+  struct mem_backend *m = mem_backend_new (DISK, 4 * KiB, 1 << 30);
+
+  memcpy (m->data, mem->data, DISK);
+  close_thin ();
+  vol = open_thin_on (m, "64k", "2M");
   assert_non_null (vol);
 }

@@ -22,6 +22,10 @@ extern char meta[300];                 /* meta= in the scratch directory */
 extern struct mem_backend *mem;        /* the backend */
 extern struct volume *vol;             /* the thin volume under test */
 extern struct engine *eng;             /* below it */
+/* reserve= of the next volume opened: "0" (every freed run goes to the
+ * engine, as before reserve= existed) unless a test sets it.
+ */
+extern const char *reserve_key;
 
 /* A scratch directory for meta=; at the end, the volume closed and the
  * directory removed.
@@ -63,5 +67,8 @@ extern void write_file (const char *path, const void *p, size_t len);
  */
 extern void reopen_after_crash (struct mem_backend *copy, unsigned char *img,
                                 size_t len);
+
+/* A clean stop and a start again, on the backend as the stop left it. */
+extern void restart (void);
 
 #endif /* DISCARDCACHE_THIN_UTIL_H */

@@ -56,6 +56,7 @@ thin_plan_init (struct plan *pl)
   pl->n = 0;
   pl->cap = sizeof pl->inline_seg / sizeof pl->inline_seg[0];
   pl->head_zero = pl->tail_zero = false;
+  pl->from_reserve = false;
 }
 
 void
@@ -197,12 +198,14 @@ run_at_goal_locked (struct thin *t, uint64_t goal, struct extent *x)
 
 /* Choose up to want free slots for a run of logical slots whose
  * predecessor sits at physical goal (THIN_MAX_PHYS: none):
- *   1. the slots right after goal if they are pending: a logically
- *      contiguous stream stays physically contiguous, and cancels a
- *      discard;
- *   2. other pending slots, best fit by run length (a whole run or an
- *      end of one, never its middle; the most recently freed among
- *      equals), since a write there cancels their discard;
+ *   1. the slots right after goal if they are in the reserve or
+ *      pending: a logically contiguous stream stays physically
+ *      contiguous, and sends or cancels no discard;
+ *   2. other slots of the reserve, then other pending slots, best fit
+ *      by run length (a whole run or an end of one, never its middle;
+ *      the most recently freed among equals): a write into the reserve
+ *      sends nothing and leaves room in it for the next run freed, one
+ *      into pending slots cancels their discard;
  *   3. the clean slots right after goal;
  *   4. clean slots from the largest clean run (the largest known to
  *      read as zeros if it holds the request: no zero-fill there).
@@ -235,26 +238,28 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
    * longer: g stays true.)
    */
   at_goal = run_at_goal_locked (t, goal, &g);
-  if (at_goal == THIN_PENDING) {
+  if (at_goal == THIN_PENDING || at_goal == THIN_RESERVE) {
     *c = (struct choice) {
       .p = (uint32_t) goal, .k = MIN (want, g.length), .kind = at_goal,
       .run = g,
     };
-    c->pending = discard_pending (t, goal, c->k);
+    c->pending = at_goal == THIN_PENDING && discard_pending (t, goal, c->k);
     note_tail_locked (t, goal, goal + c->k);
     return;
   }
   c->pending = false;
-  for (unsigned i = 0; i < VERIFY_MAX &&
+  c->kind = thin_space_best_reserve (&t->space, want, &x) ? THIN_RESERVE
+                                                          : THIN_NOT_FREE;
+  for (unsigned i = 0; c->kind == THIN_NOT_FREE && i < VERIFY_MAX &&
          thin_space_best_pending (&t->space, want, &x); i++) {
     if (discard_pending (t, x.offset, x.length)) {
       c->pending = true;
+      c->kind = THIN_PENDING;
       break;
     }
     pending_to_clean_locked (t, &x);
   }
-  if (c->pending) {
-    c->kind = THIN_PENDING;
+  if (c->kind != THIN_NOT_FREE) {
     c->k = MIN (want, x.length);
     at = x.length > c->k && is_tail_locked (t, x.offset)
          ? x.offset + x.length - c->k : x.offset;
@@ -323,6 +328,11 @@ allocate_gap_locked (struct thin *t, struct plan *pl, uint64_t l, uint64_t n,
       return -1;
     }
     t->reused += c.pending ? c.k : 0;
+    if (c.kind == THIN_RESERVE) {
+      t->avoided++;
+      t->avoided_slots += c.k;
+      pl->from_reserve = true;
+    }
     goal = (uint64_t) c.p + c.k;
     l += c.k;
     n -= c.k;

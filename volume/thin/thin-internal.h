@@ -2,8 +2,9 @@
 /* discardcache: the thin volume's state, shared by the files that
  * implement it: thin.c (the data path), thin-order.c (request
  * ordering), thin-alloc.c (plans and the allocator's policy),
- * thin-open.c (opening, geometry, statistics) and thin-meta.c (the meta
- * file on disk: commits, checkpoints, recovery).
+ * thin-open.c (opening, geometry, statistics), thin-meta.c (the meta
+ * file on disk: commits, checkpoints, recovery) and thin-reserve.c (the
+ * reuse reserve).
  *
  * Locks, in the order they are taken (never the other way round):
  *   1. commit_lock (thin_commit_lock): one commit or checkpoint at a
@@ -41,9 +42,12 @@
  * reused before that could take the late discard over its new data).
  */
 struct thin_undurable {
-  uint64_t seq;                     /* its UNMAP record's number */
+  uint64_t seq;                     /* its record's number */
   uint32_t p, n;                    /* physical slots */
-  bool recorded;                    /* engine_trim has returned */
+  uint32_t type;                    /* THIN_REC_UNMAP, or _KEEP (joins
+                                       the reserve), or _RELEASE (left it) */
+  bool recorded;                    /* engine_trim has returned (a kept
+                                       run has no discard: at once) */
 };
 
 extern struct dc_capability thin_commit_lock, thin_lock;
@@ -87,11 +91,24 @@ struct thin {
   unsigned char *buf GUARDED_BY (thin_lock);
   size_t buflen GUARDED_BY (thin_lock);
   size_t bufcap GUARDED_BY (thin_lock);
+  /* Older records a commit took (it writes them, holding commit_lock
+   * too; a failed one leaves them there, in front of buf's).
+   */
+  unsigned char *taken GUARDED_BY (thin_lock);
+  size_t takenlen GUARDED_BY (thin_lock);
+  size_t takencap GUARDED_BY (thin_lock);
   uint64_t next_seq GUARDED_BY (thin_lock); /* the next record's number */
   uint64_t durable_seq GUARDED_BY (thin_lock); /* up to this on disk */
   /* Statistics: trims as the client sent them, and the rest. */
   uint64_t trims GUARDED_BY (thin_lock);
   uint64_t trim_bytes GUARDED_BY (thin_lock);
+  uint64_t reserve_limit GUARDED_BY (thin_lock); /* slots (reserve=) */
+  uint64_t reserve_writes GUARDED_BY (thin_lock); /* served from it */
+  /* Reserve picks (discards never sent), and runs released from it. */
+  uint64_t avoided GUARDED_BY (thin_lock);
+  uint64_t avoided_slots GUARDED_BY (thin_lock);
+  uint64_t released GUARDED_BY (thin_lock);
+  uint64_t released_slots GUARDED_BY (thin_lock);
   uint64_t allocated GUARDED_BY (thin_lock);
   uint64_t reused GUARDED_BY (thin_lock);
   uint64_t enospc GUARDED_BY (thin_lock);
@@ -220,6 +237,8 @@ struct plan {
   size_t n, cap;
   bool head_zero, tail_zero;        /* the first and last slot, if fresh,
                                        read as zeros already */
+  bool from_reserve;                /* some fresh slots came from the
+                                       reserve */
   struct segment inline_seg[8];
 };
 
@@ -262,6 +281,38 @@ extern int thin_plan_alloc_locked (struct thin *t, struct plan *pl,
 
 /* Give the fresh slots of a plan back (the write failed).  Lock held. */
 extern void thin_unreserve_locked (struct thin *t, const struct plan *pl)
+  REQUIRES (thin_lock);
+
+/* --- thin-reserve.c: the reuse reserve (reserve=, invariant 12) --- */
+
+/* Whether unmapped runs join the reserve rather than go to the engine
+ * as discards.  Lock held.
+ */
+extern bool thin_keeps_locked (struct thin *t) REQUIRES (thin_lock);
+
+/* Hand the reserve's largest runs to the engine as discards until it
+ * holds at most limit slots (0: all of it).  Their RELEASE records are
+ * buffered and the slots become reusable at the next commit (as any
+ * unmapped run whose discard is recorded).  Lock not held; 0, or -1
+ * (ENOMEM, or the engine's error; reported).
+ */
+extern int thin_reserve_trim (struct thin *t, uint64_t limit)
+  EXCLUDES (thin_lock);
+
+/* The reserve's size now, in slots: reserve=, or 0 while the engine is
+ * under space pressure (low-water=).
+ */
+extern uint64_t thin_reserve_limit_locked (struct thin *t)
+  REQUIRES (thin_lock);
+
+/* --- thin.c --- */
+
+/* The unmaps and releases numbered first_seq to last_seq have their
+ * discard in the engine: the commit that makes them durable frees their
+ * slots.  Lock held.
+ */
+extern void thin_mark_recorded_locked (struct thin *t, uint64_t first_seq,
+                                       uint64_t last_seq)
   REQUIRES (thin_lock);
 
 /* --- thin-open.c --- */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's meta file format, version 2 (see thin.h for
- * the layout): the checkpoint, a list of runs, and the journal records,
- * each a run; encoded and recovered in memory so that tests can cut an
- * image anywhere.  Version 1 images go to thin-meta-v1.c.
+/* discardcache: thin mode's meta file format, version 3 (see thin.h for
+ * the layout): the checkpoint, a list of runs and the reserve, and the
+ * journal records, each a run; encoded and recovered in memory so that
+ * tests can cut an image anywhere.  Version 2 is read here too; version
+ * 1 images go to thin-meta-v1.c.
  */
 #include <config.h>
 
@@ -31,7 +32,7 @@ enum {
   OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12, OFF_SLOT = 16,
   OFF_SIZE = 24, OFF_BSIZE = 32, OFF_KIND = 40, OFF_DEV = 48, OFF_INO = 56,
   OFF_SEQ = 64, OFF_RUNS = 72, OFF_RAWLEN = 80, OFF_PAYLEN = 88,
-  OFF_TIME = 96, OFF_NAMELEN = 104, OFF_CRC = 108,
+  OFF_TIME = 96, OFF_NAMELEN = 104, OFF_CRC = 108, OFF_RESERVE = 112,
 };
 
 #define COMPRESSION_LEVEL 3
@@ -60,8 +61,15 @@ thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
   r->seq = get64 (in + 8);
   r->logical = get64 (in + 16);
   r->phys = get32 (in + 24);
-  return (r->type == THIN_REC_MAP || r->type == THIN_REC_UNMAP) &&
+  return r->type >= THIN_REC_MAP && r->type <= THIN_REC_RELEASE &&
          r->count > 0 ? 0 : -1;
+}
+
+/* Version 2 knew maps and unmaps only. */
+static int
+decode_v2 (const unsigned char in[THIN_RECORD_SIZE], struct thin_record *r)
+{
+  return thin_record_decode (in, r) == 0 && r->type <= THIN_REC_UNMAP ? 0 : -1;
 }
 
 /* The payload: three varints a run. */
@@ -71,6 +79,8 @@ struct encoder {
   size_t len, cap;
   uint64_t lend, pend;              /* where the previous run ended */
   uint64_t runs;
+  uint64_t rend;                    /* the previous reserve run's end */
+  uint64_t reserve_runs;
 };
 
 static uint64_t
@@ -86,10 +96,8 @@ unzigzag (uint64_t v)
 }
 
 static int
-encode_run (const struct extent *x, void *opaque)
+encoder_room (struct encoder *enc)
 {
-  struct encoder *enc = opaque;
-
   if (enc->cap - enc->len < RUN_MAX_BYTES) {
     unsigned char *raw = grow_array (enc->raw, &enc->cap, 1, 65536);
 
@@ -97,6 +105,30 @@ encode_run (const struct extent *x, void *opaque)
       return -1;
     enc->raw = raw;
   }
+  return 0;
+}
+
+static int
+encode_reserve_run (const struct extent *x, void *opaque)
+{
+  struct encoder *enc = opaque;
+
+  if (encoder_room (enc) == -1)
+    return -1;
+  enc->len += varint_put (enc->raw + enc->len, x->offset - enc->rend);
+  enc->len += varint_put (enc->raw + enc->len, x->length);
+  enc->rend = x->offset + x->length;
+  enc->reserve_runs++;
+  return 0;
+}
+
+static int
+encode_run (const struct extent *x, void *opaque)
+{
+  struct encoder *enc = opaque;
+
+  if (encoder_room (enc) == -1)
+    return -1;
   enc->len += varint_put (enc->raw + enc->len, x->offset - enc->lend);
   enc->len += varint_put (enc->raw + enc->len, x->length);
   enc->len += varint_put (enc->raw + enc->len,
@@ -128,11 +160,13 @@ put_header (unsigned char *p, const struct thin_meta_id *id,
   put64 (p + OFF_PAYLEN, payload_len);
   put64 (p + OFF_TIME, time);
   put32 (p + OFF_NAMELEN, (uint32_t) namelen);
+  put64 (p + OFF_RESERVE, enc->reserve_runs);
 }
 
 int
 thin_checkpoint_encode (const struct thin_meta_id *id,
-                        const struct extmap *runs, uint64_t next_seq,
+                        const struct extmap *runs,
+                        const struct extmap *reserve, uint64_t next_seq,
                         uint64_t time, void **image, size_t *len)
 {
   size_t namelen = strnlen (id->backend.name, sizeof id->backend.name - 1);
@@ -140,7 +174,8 @@ thin_checkpoint_encode (const struct thin_meta_id *id,
   unsigned char *img = NULL;
   size_t bound, r;
 
-  if (extmap_iterate (runs, 0, encode_run, &enc) != 0)
+  if (extmap_iterate (runs, 0, encode_run, &enc) != 0 ||
+      (reserve && extmap_iterate (reserve, 0, encode_reserve_run, &enc) != 0))
     goto nomem;
   bound = ZSTD_compressBound (enc.len);
   img = malloc (THIN_HEADER_SIZE + namelen + bound);
@@ -206,9 +241,10 @@ thin_check_identity (const unsigned char *p, const char *name, size_t namelen,
 
 /* Decode the runs of a decompressed payload into m. */
 static int
-load_runs (const unsigned char *pos, const unsigned char *end, uint64_t runs,
-           struct thin_map *m, char *why, size_t whylen)
+load_runs (const unsigned char **posp, const unsigned char *end,
+           uint64_t runs, struct thin_map *m, char *why, size_t whylen)
 {
+  const unsigned char *pos = *posp;
   uint64_t lend = 0, pend = 0;
 
   for (uint64_t i = 0; i < runs; i++) {
@@ -230,8 +266,36 @@ load_runs (const unsigned char *pos, const unsigned char *end, uint64_t runs,
     lend = l + n;
     pend = (uint64_t) p + n;
   }
-  if (pos != end)
-    return fileio_fail (why, whylen, "the checkpoint has bytes after its runs");
+  *posp = pos;
+  return 0;
+}
+
+/* Decode the reserve's runs into rec->reserve: each must be free. */
+static int
+load_reserve (const unsigned char **posp, const unsigned char *end,
+              uint64_t runs, struct thin_recovery *rec, char *why,
+              size_t whylen)
+{
+  const unsigned char *pos = *posp;
+  uint64_t rend = 0;
+
+  for (uint64_t i = 0; i < runs; i++) {
+    uint64_t gap, n, p;
+    struct extent x;
+
+    if (varint_get (&pos, end, &gap) == -1 || varint_get (&pos, end, &n) == -1)
+      return fileio_fail (why, whylen, "the checkpoint's reserve run %"
+                          PRIu64 " is cut short", i);
+    if (ADD_OVERFLOW (rend, gap, &p) || n == 0 || p > THIN_MAX_PHYS ||
+        n > THIN_MAX_PHYS - p ||
+        !extmap_find_overlap (rec->free, p, n, &x) || x.offset > p ||
+        x.offset + x.length < p + n ||
+        extmap_insert (rec->reserve, p, n, 0) == -1)
+      return fileio_fail (why, whylen, "the checkpoint's reserve run %"
+                          PRIu64 " is out of range or not free", i);
+    rend = p + n;
+  }
+  *posp = pos;
   return 0;
 }
 
@@ -241,29 +305,39 @@ load_checkpoint (const unsigned char *p, size_t len,
                  const struct thin_meta_id *id, struct thin_map *m,
                  struct thin_recovery *rec, char *why, size_t whylen)
 {
-  static const struct file_frame_layout layout = {
+  static const struct file_frame_layout v3 = {
     .what = "the checkpoint", .hsize = THIN_HEADER_SIZE,
     .off_namelen = OFF_NAMELEN, .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
     .name_max = sizeof id->backend.name,
+  }, v2 = {
+    .what = "the checkpoint", .hsize = THIN_V2_HEADER_SIZE,
+    .off_namelen = OFF_NAMELEN, .off_paylen = OFF_PAYLEN, .off_crc = OFF_CRC,
+    .name_max = sizeof id->backend.name,
   };
-  uint64_t paylen, rawlen, runs;
+  const struct file_frame_layout *layout = rec->version == 2 ? &v2 : &v3;
+  uint64_t paylen, rawlen, runs, reserve_runs = 0;
+  const unsigned char *pos = NULL;
+  size_t hsize = layout->hsize;
   size_t namelen, end;
   struct file_frame f;
   unsigned char *raw;
   size_t r;
   int ret;
 
-  if (file_frame_check (p, len, &layout, &f, why, whylen) == -1)
+  if (file_frame_check (p, len, layout, &f, why, whylen) == -1)
     return -1;
   namelen = f.namelen;
   paylen = f.paylen;
   end = f.end;
   rawlen = get64 (p + OFF_RAWLEN);
   runs = get64 (p + OFF_RUNS);
-  if (thin_check_identity (p, (const char *) p + THIN_HEADER_SIZE, namelen,
+  if (hsize > OFF_RESERVE)
+    reserve_runs = get64 (p + OFF_RESERVE);
+  if (thin_check_identity (p, (const char *) p + hsize, namelen,
                            id, why, whylen) == -1)
     return -1;
-  if (runs > m->nlogical || runs > m->nphys || rawlen > runs * RUN_MAX_BYTES)
+  if (runs > m->nlogical || runs > m->nphys || reserve_runs > m->nphys ||
+      rawlen > (runs + reserve_runs) * RUN_MAX_BYTES)
     return fileio_fail (why, whylen,
                         "the checkpoint's %" PRIu64 " runs in %" PRIu64
                         " bytes cannot be",
@@ -271,25 +345,75 @@ load_checkpoint (const unsigned char *p, size_t len,
   raw = malloc (rawlen + 1);
   if (raw == NULL)
     return fileio_fail (why, whylen, "out of memory");
-  r = ZSTD_decompress (raw, rawlen, p + THIN_HEADER_SIZE + namelen, paylen);
+  r = ZSTD_decompress (raw, rawlen, p + hsize + namelen, paylen);
+  pos = raw;
   if (ZSTD_isError (r) || r != rawlen)
     ret = fileio_fail (why, whylen,
                        "the checkpoint does not decompress to its runs");
   else
-    ret = load_runs (raw, raw + rawlen, runs, m, why, whylen);
+    ret = load_runs (&pos, raw + rawlen, runs, m, why, whylen);
+  if (ret == 0 && (rec->free = thin_map_free_set (m)) == NULL)
+    ret = fileio_fail (why, whylen,
+                       errno == ENOMEM
+                           ? "out of memory"
+                           : "the checkpoint maps a physical slot twice");
+  if (ret == 0)
+    ret = load_reserve (&pos, raw + rawlen, reserve_runs, rec, why, whylen);
+  if (ret == 0 && pos != raw + rawlen)
+    ret = fileio_fail (why, whylen, "the checkpoint has bytes after its runs");
   free (raw);
   if (ret == -1)
     return -1;
-  rec->free = thin_map_free_set (m);
-  if (rec->free == NULL)
-    return fileio_fail (why, whylen,
-                        errno == ENOMEM
-                            ? "out of memory"
-                            : "the checkpoint maps a physical slot twice");
   rec->next_seq = get64 (p + OFF_SEQ);
   rec->checkpoint_time = get64 (p + OFF_TIME);
   rec->checkpoint_len = end;
   return 0;
+}
+
+static const char *
+record_name (uint32_t type)
+{
+  switch (type) {
+  case THIN_REC_MAP: return "map";
+  case THIN_REC_UNMAP: return "unmap";
+  case THIN_REC_KEEP: return "keep";
+  default: return "release";
+  }
+}
+
+/* One record against the map, the free set and the reserve: a run
+ * mapped leaves the reserve, a kept one joins it, a released one leaves
+ * it (and must have been in it).
+ */
+static int
+replay_record (const struct thin_record *r, struct thin_map *m,
+               struct thin_recovery *rec)
+{
+  struct extent x;
+
+  switch (r->type) {
+  case THIN_REC_MAP:
+    if (thin_map_replay_map (m, rec->free, r->logical, r->count,
+                             r->phys) == -1)
+      return -1;
+    return extmap_remove (rec->reserve, r->phys, r->count, NULL);
+  case THIN_REC_UNMAP:
+    return thin_map_replay_unmap (m, rec->free, r->logical, r->count,
+                                  r->phys);
+  case THIN_REC_KEEP:
+    if (thin_map_replay_unmap (m, rec->free, r->logical, r->count,
+                               r->phys) == -1)
+      return -1;
+    return extmap_insert (rec->reserve, r->phys, r->count, 0);
+  default:
+    if (r->logical != 0 ||
+        !extmap_find_overlap (rec->reserve, r->phys, r->count, &x) ||
+        x.offset > r->phys || x.offset + x.length < (uint64_t) r->phys + r->count) {
+      errno = EINVAL;
+      return -1;
+    }
+    return extmap_remove (rec->reserve, r->phys, r->count, NULL);
+  }
 }
 
 /* Apply records until the first that does not check out: a torn tail
@@ -310,15 +434,13 @@ thin_replay_records (const unsigned char *p, size_t len, size_t off,
 
     if (decode (p + off, &r) == -1)
       break;
-    bad = r.type == THIN_REC_MAP
-          ? thin_map_replay_map (m, rec->free, r.logical, r.count, r.phys)
-          : thin_map_replay_unmap (m, rec->free, r.logical, r.count, r.phys);
+    bad = replay_record (&r, m, rec);
     if (bad)
       return fileio_fail (why, whylen,
                           "journal record %" PRIu64 " (%s logical "
                           "slots %" PRIu64 "+%" PRIu32 ", physical %" PRIu32
                           ") %s",
-                          r.seq, r.type == THIN_REC_MAP ? "map" : "unmap",
+                          r.seq, record_name (r.type),
                           r.logical, r.count, r.phys,
                           errno == ENOMEM ? "cannot be replayed: out of memory"
                                           : "contradicts the map");
@@ -341,25 +463,31 @@ thin_meta_recover (const void *image, size_t len,
   if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
     return fileio_fail (why, whylen, "not a discardcache thin meta file");
   rec->version = get32 (p + OFF_VERSION);
+  if ((rec->reserve = extmap_new ()) == NULL)
+    return fileio_fail (why, whylen, "out of memory");
   switch (rec->version) {
   case 1:
     r = thin_meta_recover_v1 (p, len, id, m, rec, why, whylen);
     break;
+  case 2:
   case THIN_VERSION:
     r = load_checkpoint (p, len, id, m, rec, why, whylen);
     if (r == 0)
       r = thin_replay_records (p, len, rec->checkpoint_len, THIN_RECORD_SIZE,
-                               thin_record_decode, m, rec, why, whylen);
+                               rec->version == 2 ? decode_v2
+                                                 : thin_record_decode,
+                               m, rec, why, whylen);
     break;
   default:
     r = fileio_fail (why, whylen,
                      "format version %" PRIu32 ": this discardcache "
-                     "reads versions 1 (converted) and %d",
+                     "reads versions 1 and 2 (converted) and %d",
                      rec->version, THIN_VERSION);
   }
   if (r == -1) {
     extmap_free (rec->free);
-    rec->free = NULL;
+    extmap_free (rec->reserve);
+    rec->free = rec->reserve = NULL;
   }
   return r;
 }

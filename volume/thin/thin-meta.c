@@ -116,10 +116,31 @@ copy_run (const struct extent *x, void *opaque)
   return extmap_insert (c->to, x->offset, x->length, x->value) == -1 ? -1 : 0;
 }
 
+/* Undo the records of buf[0, len) on map to, newest first. */
+static int
+undo_records (struct extmap *to, const unsigned char *buf, size_t len)
+{
+  for (size_t off = len; off > 0; off -= THIN_RECORD_SIZE) {
+    struct thin_record r;
+    int err;
+
+    thin_record_decode (buf + off - THIN_RECORD_SIZE, &r);
+    if (r.type == THIN_REC_RELEASE)
+      continue;
+    err = r.type == THIN_REC_MAP
+          ? extmap_remove (to, r.logical, r.count, NULL)
+          : extmap_insert (to, r.logical, r.count, r.phys);
+    if (err == -1)
+      return -1;
+  }
+  return 0;
+}
+
 /* The durable map: a copy of the map with the buffered (not yet
- * durable) records undone, newest first.  Slots being set up are not in
- * the map yet.  Lock held; the caller holds commit_lock, so the buffer
- * is not being written.  O(runs) under the lock, once a checkpoint.
+ * durable) records undone, newest first: the buffer's, then those a
+ * failed commit left taken.  Slots being set up are not in the map yet.
+ * Lock held; the caller holds commit_lock, so no commit is writing.
+ * O(runs) under the lock, once a checkpoint.
  */
 static struct extmap *
 durable_map_locked (struct thin *t)
@@ -127,19 +148,39 @@ durable_map_locked (struct thin *t)
 {
   struct copy c = { .to = extmap_new_runs () };
 
-  if (c.to == NULL || extmap_iterate (t->map.runs, 0, copy_run, &c) != 0)
+  if (c.to == NULL || extmap_iterate (t->map.runs, 0, copy_run, &c) != 0 ||
+      undo_records (c.to, t->buf, t->buflen) == -1 ||
+      undo_records (c.to, t->taken, t->takenlen) == -1)
     goto nomem;
-  for (size_t off = t->buflen; off > 0; off -= THIN_RECORD_SIZE) {
-    struct thin_record r;
-    int err;
+  return c.to;
 
-    thin_record_decode (t->buf + off - THIN_RECORD_SIZE, &r);
-    err = r.type == THIN_REC_MAP
-          ? extmap_remove (c.to, r.logical, r.count, NULL)
-          : extmap_insert (c.to, r.logical, r.count, r.phys);
-    if (err == -1)
+ nomem:
+  extmap_free (c.to);
+  return NULL;
+}
+
+/* The reserve as of the durable records: the reserve now, with the runs
+ * released from it whose slots are not free yet (their RELEASE record
+ * may not be durable; if it is, the reserve after a crash holds them
+ * again and discards them twice, which costs a command, never data).
+ * Slots taken from the reserve by writes whose MAP record is not
+ * durable are not in it: after a crash they are clean, holding what was
+ * written (at most the records buffered).  Lock held.
+ */
+static struct extmap *
+durable_reserve_locked (struct thin *t)
+  REQUIRES (thin_lock)
+{
+  struct copy c = { .to = extmap_new () };
+
+  if (c.to == NULL ||
+      extmap_iterate (thin_space_reserve_runs (&t->space), 0, copy_run,
+                      &c) != 0)
+    goto nomem;
+  for (size_t i = 0; i < t->nundurable; i++)
+    if (t->undurable[i].type == THIN_REC_RELEASE &&
+        extmap_insert (c.to, t->undurable[i].p, t->undurable[i].n, 0) == -1)
       goto nomem;
-  }
   return c.to;
 
  nomem:
@@ -155,21 +196,26 @@ checkpoint (struct thin *t)
   REQUIRES (thin_commit_lock)
 {
   uint64_t next_seq, now = (uint64_t) time (NULL);
-  struct extmap *runs;
+  struct extmap *runs, *reserve;
   void *image;
   size_t len;
   int fd, r;
 
   thin_lock_acquire (t);
   runs = durable_map_locked (t);
+  reserve = durable_reserve_locked (t);
   next_seq = t->durable_seq + 1;
   thin_lock_release (t);
-  if (runs == NULL) {
+  if (runs == NULL || reserve == NULL) {
+    extmap_free (runs);
+    extmap_free (reserve);
     dc_error ("meta=%s: out of memory for a checkpoint", t->path);
     return -1;
   }
-  r = thin_checkpoint_encode (&t->id, runs, next_seq, now, &image, &len);
+  r = thin_checkpoint_encode (&t->id, runs, reserve, next_seq, now, &image,
+                              &len);
   extmap_free (runs);
+  extmap_free (reserve);
   if (r == -1)
     return -1;
   fd = write_meta_file (t, image, len);
@@ -188,8 +234,9 @@ checkpoint (struct thin *t)
   return 0;
 }
 
-/* Records up to upto are durable: the runs they unmapped whose discard
- * is recorded join the pending free set, in the order they were
+/* Records up to upto are durable: the runs they unmapped (or released
+ * from the reserve) whose discard is recorded join the pending free
+ * set, and the runs they kept the reserve, in the order they were
  * unmapped; the others stay (their discard is still on its way).
  */
 static void
@@ -202,7 +249,10 @@ release_undurable_locked (struct thin *t, uint64_t upto)
     struct thin_undurable u = t->undurable[i];
 
     if (u.seq <= upto && u.recorded) {
-      thin_space_add_pending (&t->space, u.p, u.n);
+      if (u.type == THIN_REC_KEEP)
+        thin_space_add_reserve (&t->space, u.p, u.n);
+      else
+        thin_space_add_pending (&t->space, u.p, u.n);
       t->undurable_slots -= u.n;
     }
     else
@@ -211,26 +261,64 @@ release_undurable_locked (struct thin *t, uint64_t upto)
   t->nundurable = kept;
 }
 
-/* A commit, commit_lock held (and released on return). */
+/* Take the buffered records for a commit: they move to the taken
+ * buffer, and the buffer goes on empty (the two swap: nothing is copied
+ * under the lock).  Records a failed commit left there stay in front,
+ * the new ones are appended to them (a copy only after a failure).
+ * Lock and commit_lock held.  0, or -1 (ENOMEM, reported; nothing
+ * moved).
+ */
+static int
+take_records_locked (struct thin *t)
+  REQUIRES (thin_commit_lock, thin_lock)
+{
+  unsigned char *p;
+  size_t cap;
+
+  if (t->takenlen == 0) {
+    p = t->taken, cap = t->takencap;
+    t->taken = t->buf, t->takencap = t->bufcap, t->takenlen = t->buflen;
+    t->buf = p, t->bufcap = cap, t->buflen = 0;
+    return 0;
+  }
+  while (t->takenlen + t->buflen > t->takencap) {
+    p = grow_array (t->taken, &t->takencap, 1, 64 * THIN_RECORD_SIZE);
+    if (p == NULL) {
+      dc_error ("thin: out of memory committing the journal");
+      errno = ENOMEM;
+      return -1;
+    }
+    t->taken = p;
+  }
+  memcpy (t->taken + t->takenlen, t->buf, t->buflen);
+  t->takenlen += t->buflen;
+  t->buflen = 0;
+  return 0;
+}
+
+/* A commit, commit_lock held (and released on return).  The taken
+ * records are written without the lock (only a commit touches them, and
+ * a checkpoint, which also holds commit_lock); a failed commit leaves
+ * them taken, in front of the records appended since, for the next.
+ */
 static int
 commit_and_release_lock (struct thin *t, bool client_flush)
   RELEASE (thin_commit_lock)
 {
-  CLEANUP_FREE unsigned char *records = NULL;
+  const unsigned char *records;
+  uint64_t upto, limit = 0;
+  bool over = false;
   size_t len;
-  uint64_t upto;
   int r;
 
   thin_lock_acquire (t);
-  len = t->buflen;
+  r = take_records_locked (t);
+  records = t->taken;
+  len = t->takenlen;
   upto = t->next_seq - 1;
-  if (len > 0 && (records = malloc (len)) != NULL)
-    memcpy (records, t->buf, len);
   thin_lock_release (t);
-  if (len > 0 && records == NULL) {
+  if (r == -1) {
     thin_commit_lock_release (t);
-    dc_error ("thin: out of memory committing the journal");
-    errno = ENOMEM;
     return -1;
   }
   r = client_flush ? engine_flush (t->e) : engine_flush_data (t->e);
@@ -245,21 +333,25 @@ commit_and_release_lock (struct thin *t, bool client_flush)
 
     t->journal_end += len;
     thin_lock_acquire (t);
-    if (len > 0) {
-      memmove (t->buf, t->buf + len, t->buflen - len);
-      t->buflen -= len;
-    }
+    t->takenlen = 0;
     t->durable_seq = upto;
     release_undurable_locked (t, upto);
     t->commits++;
     t->meta_bytes = t->journal_end;
     full = thin_journal_full_locked (t);
+    limit = thin_reserve_limit_locked (t);
+    over = thin_space_reserve_slots (&t->space) > limit;
     pthread_cond_broadcast (&t->changed);
     thin_lock_release (t);
     if (full)
       checkpoint (t);
   }
   thin_commit_lock_release (t);
+  /* The runs this commit kept, past the reserve: discarded, the largest
+   * first (their records go with the next commit).
+   */
+  if (over && thin_reserve_trim (t, limit) == -1)
+    r = -1;
   return r;
 }
 
@@ -294,8 +386,8 @@ create_meta (struct thin *t)
     errno = ENOENT;
     return -1;
   }
-  if (thin_checkpoint_encode (&t->id, t->map.runs, 1, (uint64_t) time (NULL),
-                              &image, &len) == -1)
+  if (thin_checkpoint_encode (&t->id, t->map.runs, NULL, 1,
+                              (uint64_t) time (NULL), &image, &len) == -1)
     return -1;
   fd = write_meta_file (t, image, len);
   free (image);
@@ -337,22 +429,24 @@ read_whole (int fd, const char *path, unsigned char **image, size_t *len)
   return 0;
 }
 
-/* A version 1 file becomes a version 2 checkpoint at once: its records
- * are replayed, so nothing of it is needed afterwards.
+/* An older file becomes a checkpoint of this version at once: its
+ * records are replayed, so nothing of it is needed afterwards, and no
+ * record of this version is appended to it.
  */
 static int
-convert_v1 (struct thin *t)
+convert_old (struct thin *t, uint32_t version)
   NO_THREAD_SAFETY_ANALYSIS
 {
-  dc_debug ("meta=%s: format version 1, converting to version %d",
-            t->path, THIN_VERSION);
+  dc_debug ("meta=%s: format version %" PRIu32 ", converting to version %d",
+            t->path, version, THIN_VERSION);
   if (t->read_only)
     return 0;
   thin_commit_lock_acquire (t);
   t->durable_seq = t->next_seq - 1;
   if (checkpoint (t) == -1) {
     thin_commit_lock_release (t);
-    dc_error ("meta=%s: cannot convert it from format version 1", t->path);
+    dc_error ("meta=%s: cannot convert it from format version %" PRIu32,
+              t->path, version);
     return -1;
   }
   thin_commit_lock_release (t);
@@ -360,10 +454,12 @@ convert_v1 (struct thin *t)
 }
 
 /* Recover from an existing meta file, cutting off a torn tail.  *unmapped
- * gets the physical slots no run maps.
+ * gets the physical slots no run maps, *reserve the part of them in the
+ * reserve.
  */
 static int
-load_meta (struct thin *t, int fd, struct extmap **unmapped)
+load_meta (struct thin *t, int fd, struct extmap **unmapped,
+           struct extmap **reserve)
   NO_THREAD_SAFETY_ANALYSIS
 {
   CLEANUP_FREE unsigned char *image = NULL;
@@ -385,11 +481,12 @@ load_meta (struct thin *t, int fd, struct extmap **unmapped)
     return -1;
   }
   *unmapped = rec.free;
+  *reserve = rec.reserve;
   t->fd = fd;
   t->next_seq = rec.next_seq;
   t->last_checkpoint = rec.checkpoint_time;
   if (rec.version != THIN_VERSION)
-    return convert_v1 (t);
+    return convert_old (t, rec.version);
   if (rec.valid_len < len) {
     dc_debug ("meta=%s: cut a torn journal tail of %zu bytes",
               t->path, len - rec.valid_len);
@@ -503,10 +600,36 @@ sort_free (struct thin *t, struct extmap **unmapped)
   extmap_free (zeros);
 }
 
+/* The reserve's runs that are clean now join the reserve again (free
+ * slots the engine has a discard for stay pending: it goes out anyway;
+ * those the backend reads as zeros stay zero: nothing is left there to
+ * discard).
+ */
+static int
+keep_reserve_run (const struct extent *x, void *opaque)
+  NO_THREAD_SAFETY_ANALYSIS
+{
+  struct thin *t = opaque;
+  uint64_t p = x->offset, end = x->offset + x->length;
+
+  while (p < end) {
+    struct extent run;
+    enum thin_free_kind kind = thin_space_find (&t->space, p, &run);
+    uint64_t to = kind == THIN_NOT_FREE ? p + 1
+                  : MIN (end, run.offset + run.length);
+
+    if (kind == THIN_CLEAN &&
+        thin_space_take_from (&t->space, kind, &run, p, to - p) == 0)
+      thin_space_add_reserve (&t->space, p, to - p);
+    p = to;
+  }
+  return 0;
+}
+
 int
 thin_meta_open (struct thin *t)
 {
-  struct extmap *unmapped = NULL;
+  struct extmap *unmapped = NULL, *reserve = NULL;
   int fd = open (t->path, (t->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
   int r;
 
@@ -521,14 +644,21 @@ thin_meta_open (struct thin *t)
     dc_error ("meta=%s: %m", t->path);
     return -1;
   }
-  else if ((r = load_meta (t, fd, &unmapped)) == -1 && t->fd != fd)
+  else if ((r = load_meta (t, fd, &unmapped, &reserve)) == -1 && t->fd != fd)
     close (fd);
   if (r == 0) {
     sort_free (t, &unmapped);
+    if (reserve)
+      extmap_iterate (reserve, 0, keep_reserve_run, t);
     t->durable_seq = t->next_seq - 1;
     t->meta_bytes = t->journal_end;
   }
   extmap_free (unmapped);
+  extmap_free (reserve);
+  /* A reserve larger than reserve= now (or reserve=0): the rest goes. */
+  if (r == 0 && !t->read_only &&
+      thin_space_reserve_slots (&t->space) > t->reserve_limit)
+    thin_reserve_trim (t, t->reserve_limit);
   return r;
 }
 

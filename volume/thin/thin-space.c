@@ -2,10 +2,12 @@
 /* discardcache: thin mode's free physical slots (see thin.h), three
  * plain extent maps of slot ranges and an index:
  *
+ *   reserve  slots freed by an unmap and kept from the device (reserve=):
+ *            no discard was sent, so they are reused first of all;
  *   pending  slots freed by an unmap whose discard the engine may still
- *            hold: a write there cancels it, so they are reused first.
- *            Each run's time is the sequence number of its last free;
- *            a run that grows by merging becomes the most recent.
+ *            hold: a write there cancels it, so they are reused next.
+ *            In both, each run's time is the sequence number of its last
+ *            free; a run that grows by merging becomes the most recent.
  *   clean    free slots with nothing to discard (never used since the
  *            map was loaded, or whose discard has gone out), not known
  *            to read as zeros;
@@ -14,10 +16,10 @@
  * that a start on a sparse backend takes the whole free set as its zero
  * map as it is, with no insert per free run.
  *
- * Best fit by run length needs the pending runs ordered by length, then
- * recency, which the extent map's summaries (longest, oldest) do not
- * give.  So a second plain extent map is the index: one extent of
- * length 1 per pending run, at the key
+ * Best fit by run length needs the reserve's and the pending runs
+ * ordered by length, then recency, which the extent map's summaries (longest, oldest) do not
+ * give.  So each has a second plain extent map, its index: one extent
+ * of length 1 per run, at the key
  *
  *   class << 33 | (UINT32_MAX - seq) << 1        (time: the run's start)
  *
@@ -30,7 +32,7 @@
  * it moves to the next bucket: best fit is exact up to 64 slots (4 MiB
  * of 64k slots) and within a factor of two above.
  *
- * Every key is checked against the pending map before it is used (a run
+ * Every key is checked against its runs before it is used (a run
  * starting at that slot with that sequence number), so a key that could
  * not be added or removed for want of memory only costs a missed pick.
  */
@@ -61,16 +63,31 @@ index_key (uint64_t length, uint32_t seq)
   return (uint64_t) length_class (length) << 33 |
          (uint64_t) (UINT32_MAX - seq) << 1;
 }
+static int
+freed_init (struct thin_freed *f)
+{
+  *f = (struct thin_freed) { .next_seq = 1, .seq_limit = UINT32_MAX };
+  f->runs = extmap_new ();
+  f->index = extmap_new ();
+  return f->runs && f->index ? 0 : -1;
+}
+
+static void
+freed_free (struct thin_freed *f)
+{
+  extmap_free (f->runs);
+  extmap_free (f->index);
+  f->runs = f->index = NULL;
+}
 
 int
 thin_space_init (struct thin_space *s)
 {
-  *s = (struct thin_space) { .next_seq = 1, .seq_limit = UINT32_MAX };
-  s->pending = extmap_new ();
-  s->index = extmap_new ();
+  *s = (struct thin_space) { .lost = 0 };
   s->clean = extmap_new ();
   s->zero = extmap_new ();
-  if (!s->pending || !s->index || !s->clean || !s->zero) {
+  if (freed_init (&s->pending) == -1 || freed_init (&s->reserve) == -1 ||
+      !s->clean || !s->zero) {
     thin_space_free (s);
     dc_error ("thin: out of memory for the free space maps");
     errno = ENOMEM;
@@ -82,11 +99,11 @@ thin_space_init (struct thin_space *s)
 void
 thin_space_free (struct thin_space *s)
 {
-  extmap_free (s->pending);
-  extmap_free (s->index);
+  freed_free (&s->pending);
+  freed_free (&s->reserve);
   extmap_free (s->clean);
   extmap_free (s->zero);
-  s->pending = s->index = s->clean = s->zero = NULL;
+  s->clean = s->zero = NULL;
 }
 
 static void
@@ -98,29 +115,29 @@ lose (struct thin_space *s, uint64_t n)
   s->lost += n;
 }
 
-/* Index x (a pending run) or forget it: best effort, see above. */
+/* Index x (a run of f) or forget it: best effort, see above. */
 static void
-index_add (struct thin_space *s, const struct extent *x)
+index_add (struct thin_freed *f, const struct extent *x)
 {
-  extmap_insert (s->index, index_key (x->length, x->time), 1, x->offset);
+  extmap_insert (f->index, index_key (x->length, x->time), 1, x->offset);
 }
 
 /* Removing a whole extent never allocates. */
 static void
-index_remove (struct thin_space *s, const struct extent *x)
+index_remove (struct thin_freed *f, const struct extent *x)
 {
-  extmap_remove (s->index, index_key (x->length, x->time), 1, NULL);
+  extmap_remove (f->index, index_key (x->length, x->time), 1, NULL);
 }
 
-/* The pending run that starts at p, or contains it. */
+/* The run of f that starts at p, or contains it. */
 static bool
-pending_at (const struct thin_space *s, uint64_t p, struct extent *x)
+run_at (const struct thin_freed *f, uint64_t p, struct extent *x)
 {
-  return extmap_find_overlap (s->pending, p, 1, x);
+  return extmap_find_overlap (f->runs, p, 1, x);
 }
 
-/* Number the pending runs afresh in the order they were freed, before
- * the sequence numbers wrap (once in 2^32 frees).
+/* Number the runs afresh in the order they were freed, before the
+ * sequence numbers wrap (once in 2^32 frees).
  */
 static int
 by_time (const void *a, const void *b)
@@ -145,29 +162,29 @@ gather_run (const struct extent *x, void *opaque)
 }
 
 static void
-renumber (struct thin_space *s)
+renumber (struct thin_freed *f)
 {
   struct gather g = { .n = 0 };
-  struct extmap *pending = extmap_new (), *index = extmap_new ();
+  struct extmap *runs = extmap_new (), *index = extmap_new ();
 
-  g.a = malloc (extmap_count (s->pending) * sizeof *g.a + 1);
-  if (g.a == NULL || pending == NULL || index == NULL)
+  g.a = malloc (extmap_count (f->runs) * sizeof *g.a + 1);
+  if (g.a == NULL || runs == NULL || index == NULL)
     goto fail;
-  extmap_iterate (s->pending, 0, gather_run, &g);
+  extmap_iterate (f->runs, 0, gather_run, &g);
   qsort (g.a, g.n, sizeof *g.a, by_time);
   for (size_t i = 0; i < g.n; i++) {
     g.a[i].time = (uint32_t) i + 1;
-    if (extmap_insert (pending, g.a[i].offset, g.a[i].length,
+    if (extmap_insert (runs, g.a[i].offset, g.a[i].length,
                        g.a[i].time) == -1)
       goto fail;
     extmap_insert (index, index_key (g.a[i].length, g.a[i].time), 1,
                    g.a[i].offset);
   }
-  extmap_free (s->pending);
-  extmap_free (s->index);
-  s->pending = pending;
-  s->index = index;
-  s->next_seq = (uint32_t) g.n + 1;
+  extmap_free (f->runs);
+  extmap_free (f->index);
+  f->runs = runs;
+  f->index = index;
+  f->next_seq = (uint32_t) g.n + 1;
   free (g.a);
   return;
 
@@ -175,38 +192,50 @@ renumber (struct thin_space *s)
   /* The numbers wrap: only recency order suffers (the keys are checked). */
   dc_error ("thin: out of memory renumbering the free slots");
   free (g.a);
-  extmap_free (pending);
+  extmap_free (runs);
   extmap_free (index);
-  s->next_seq = 1;
+  f->next_seq = 1;
 }
 
-void
-thin_space_add_pending (struct thin_space *s, uint64_t p, uint64_t n)
+static void
+freed_add (struct thin_space *s, struct thin_freed *f, uint64_t p, uint64_t n)
 {
   struct extent left, right, x;
   bool has_left, has_right;
   uint32_t seq;
 
-  if (s->next_seq >= s->seq_limit)
-    renumber (s);
-  seq = s->next_seq++;
+  if (f->next_seq >= f->seq_limit)
+    renumber (f);
+  seq = f->next_seq++;
   /* The neighbours this run merges with lose their keys. */
-  has_left = p > 0 && pending_at (s, p - 1, &left);
-  has_right = pending_at (s, p + n, &right) && right.offset == p + n;
+  has_left = p > 0 && run_at (f, p - 1, &left);
+  has_right = run_at (f, p + n, &right) && right.offset == p + n;
   if (has_left)
-    index_remove (s, &left);
+    index_remove (f, &left);
   if (has_right)
-    index_remove (s, &right);
-  if (extmap_insert (s->pending, p, n, seq) == -1) {
+    index_remove (f, &right);
+  if (extmap_insert (f->runs, p, n, seq) == -1) {
     if (has_left)
-      index_add (s, &left);
+      index_add (f, &left);
     if (has_right)
-      index_add (s, &right);
+      index_add (f, &right);
     lose (s, n);
     return;
   }
-  if (pending_at (s, p, &x))
-    index_add (s, &x);
+  if (run_at (f, p, &x))
+    index_add (f, &x);
+}
+
+void
+thin_space_add_pending (struct thin_space *s, uint64_t p, uint64_t n)
+{
+  freed_add (s, &s->pending, p, n);
+}
+
+void
+thin_space_add_reserve (struct thin_space *s, uint64_t p, uint64_t n)
+{
+  freed_add (s, &s->reserve, p, n);
 }
 
 void
@@ -229,7 +258,9 @@ thin_space_adopt (struct thin_space *s, struct extmap *free_set, bool zero)
 enum thin_free_kind
 thin_space_find (const struct thin_space *s, uint64_t p, struct extent *run)
 {
-  if (pending_at (s, p, run))
+  if (run_at (&s->reserve, p, run))
+    return THIN_RESERVE;
+  if (run_at (&s->pending, p, run))
     return THIN_PENDING;
   if (extmap_find_overlap (s->zero, p, 1, run))
     return THIN_ZERO;
@@ -238,26 +269,26 @@ thin_space_find (const struct thin_space *s, uint64_t p, struct extent *run)
   return THIN_NOT_FREE;
 }
 
-/* The pending run a key names, if the key is current. */
+/* The run a key of f's index names, if the key is current. */
 static bool
-key_run (const struct thin_space *s, const struct extent *k, struct extent *x)
+key_run (const struct thin_freed *f, const struct extent *k, struct extent *x)
 {
   uint32_t seq = UINT32_MAX - (uint32_t) (k->offset >> 1);
 
-  return pending_at (s, k->value, x) && x->offset == k->value &&
+  return run_at (f, k->value, x) && x->offset == k->value &&
          x->time == seq && index_key (x->length, seq) == k->offset;
 }
 
-bool
-thin_space_best_pending (struct thin_space *s, uint64_t n, struct extent *run)
+static bool
+freed_best (struct thin_freed *f, uint64_t n, struct extent *run)
 {
   uint64_t from = (uint64_t) length_class (n) << 33;
   unsigned scanned = 0;
   struct extent k;
 
-  while (extmap_find_from (s->index, from, &k)) {
-    if (!key_run (s, &k, run)) {
-      extmap_remove (s->index, k.offset, 1, NULL);      /* stale */
+  while (extmap_find_from (f->index, from, &k)) {
+    if (!key_run (f, &k, run)) {
+      extmap_remove (f->index, k.offset, 1, NULL);      /* stale */
       from = k.offset + 1;
       continue;
     }
@@ -269,7 +300,25 @@ thin_space_best_pending (struct thin_space *s, uint64_t n, struct extent *run)
     else
       from = ((k.offset >> 33) + 1) << 33;
   }
-  return extmap_largest (s->pending, run);
+  return extmap_largest (f->runs, run);
+}
+
+bool
+thin_space_best_pending (struct thin_space *s, uint64_t n, struct extent *run)
+{
+  return freed_best (&s->pending, n, run);
+}
+
+bool
+thin_space_best_reserve (struct thin_space *s, uint64_t n, struct extent *run)
+{
+  return freed_best (&s->reserve, n, run);
+}
+
+bool
+thin_space_largest_reserve (const struct thin_space *s, struct extent *run)
+{
+  return extmap_largest (s->reserve.runs, run);
 }
 
 enum thin_free_kind
@@ -292,7 +341,7 @@ thin_space_largest_clean (const struct thin_space *s, uint64_t want,
 bool
 thin_space_oldest_pending (const struct thin_space *s, struct extent *run)
 {
-  return extmap_oldest (s->pending, run);
+  return extmap_oldest (s->pending.runs, run);
 }
 
 bool
@@ -323,29 +372,29 @@ thin_space_learn_zero (struct thin_space *s, uint64_t p, uint64_t n)
   }
 }
 
-/* What is left of pending run x once [p, p+n) is taken: the head keeps
- * its place in the order; a tail after a cut in the middle (the
- * allocator never cuts there) is freed again, so its key is its own.
+/* What is left of run x of f once [p, p+n) is taken: the head keeps its
+ * place in the order; a tail after a cut in the middle (the allocator
+ * never cuts there) is freed again, so its key is its own.
  */
 static void
-reindex_rest (struct thin_space *s, const struct extent *x, uint64_t p,
-              uint64_t n)
+reindex_rest (struct thin_space *s, struct thin_freed *f,
+              const struct extent *x, uint64_t p, uint64_t n)
 {
   uint64_t end = x->offset + x->length;
   struct extent head;
 
-  if (p > x->offset && pending_at (s, x->offset, &head))
-    index_add (s, &head);
+  if (p > x->offset && run_at (f, x->offset, &head))
+    index_add (f, &head);
   if (p + n < end) {
     if (p > x->offset) {
-      extmap_remove (s->pending, p + n, end - (p + n), NULL);
-      thin_space_add_pending (s, p + n, end - (p + n));
+      extmap_remove (f->runs, p + n, end - (p + n), NULL);
+      freed_add (s, f, p + n, end - (p + n));
     }
     else {
       struct extent tail;
 
-      if (pending_at (s, p + n, &tail))
-        index_add (s, &tail);
+      if (run_at (f, p + n, &tail))
+        index_add (f, &tail);
     }
   }
 }
@@ -354,20 +403,23 @@ int
 thin_space_take_from (struct thin_space *s, enum thin_free_kind kind,
                       const struct extent *x, uint64_t p, uint64_t n)
 {
+  struct thin_freed *f;
+
   if (kind == THIN_NOT_FREE || p < x->offset ||
       p + n > x->offset + x->length) {
     errno = EINVAL;
     return -1;
   }
-  if (kind != THIN_PENDING)
+  if (kind == THIN_ZERO || kind == THIN_CLEAN)
     return extmap_remove (kind == THIN_ZERO ? s->zero : s->clean, p, n,
                           NULL);
-  index_remove (s, x);
-  if (extmap_remove (s->pending, p, n, NULL) == -1) {
-    index_add (s, x);
+  f = kind == THIN_RESERVE ? &s->reserve : &s->pending;
+  index_remove (f, x);
+  if (extmap_remove (f->runs, p, n, NULL) == -1) {
+    index_add (f, x);
     return -1;
   }
-  reindex_rest (s, x, p, n);
+  reindex_rest (s, f, x, p, n);
   return 0;
 }
 
@@ -383,8 +435,20 @@ thin_space_take (struct thin_space *s, uint64_t p, uint64_t n)
 uint64_t
 thin_space_slots (const struct thin_space *s)
 {
-  return extmap_bytes (s->pending) + extmap_bytes (s->clean) +
-         extmap_bytes (s->zero);
+  return extmap_bytes (s->reserve.runs) + extmap_bytes (s->pending.runs) +
+         extmap_bytes (s->clean) + extmap_bytes (s->zero);
+}
+
+uint64_t
+thin_space_reserve_slots (const struct thin_space *s)
+{
+  return extmap_bytes (s->reserve.runs);
+}
+
+const struct extmap *
+thin_space_reserve_runs (const struct thin_space *s)
+{
+  return s->reserve.runs;
 }
 
 void
@@ -392,14 +456,19 @@ thin_space_get_stats (const struct thin_space *s, struct thin_space_stats *st)
 {
   struct extent x;
 
-  st->pending = extmap_bytes (s->pending);
-  st->pending_runs = extmap_count (s->pending);
-  st->pending_largest = extmap_largest (s->pending, &x) ? x.length : 0;
+  st->pending = extmap_bytes (s->pending.runs);
+  st->pending_runs = extmap_count (s->pending.runs);
+  st->pending_largest = extmap_largest (s->pending.runs, &x) ? x.length : 0;
+  st->reserve = extmap_bytes (s->reserve.runs);
+  st->reserve_runs = extmap_count (s->reserve.runs);
   st->zero = extmap_bytes (s->zero);
   st->clean = extmap_bytes (s->clean) + st->zero;
   st->clean_runs = extmap_count (s->clean) + extmap_count (s->zero);
   st->clean_largest = thin_space_largest_clean (s, UINT64_MAX, &x) !=
                       THIN_NOT_FREE ? x.length : 0;
-  st->memory = extmap_memory (s->pending) + extmap_memory (s->index) +
+  st->memory = extmap_memory (s->pending.runs) +
+               extmap_memory (s->pending.index) +
+               extmap_memory (s->reserve.runs) +
+               extmap_memory (s->reserve.index) +
                extmap_memory (s->clean) + extmap_memory (s->zero);
 }

@@ -43,6 +43,25 @@
   X (U64, free_undurable, GAUGE, "thin_slots_free",                          \
      "state=\"awaiting_commit\"", 1,                                         \
      "Thin mode: slots unmapped, the unmap not yet durable.")                \
+  X (U64, reserve_limit, GAUGE, "thin_reserve_limit_bytes", NULL, 1,      \
+     "Thin mode: the reuse reserve's size (reserve=).")                      \
+  X (U64, reserve_bytes, GAUGE, "thin_reserve_bytes", NULL, 1,               \
+     "Thin mode: bytes of freed slots kept undiscarded for reuse.")          \
+  X (U64, reserve_runs, GAUGE, "thin_reserve_runs", NULL, 1,                 \
+     "Thin mode: runs of freed slots kept undiscarded for reuse.")           \
+  X (U64, reserve_writes, COUNTER, "thin_reserve_writes_total", NULL, 1,     \
+     "Thin mode: writes served from the reuse reserve.")                     \
+  X (U64, discards_avoided, COUNTER, "thin_discards_avoided_total", NULL, 1, \
+     "Thin mode: reserve runs reused with no discard ever sent.")            \
+  X (U64, discards_avoided_bytes, COUNTER,                                   \
+     "thin_discards_avoided_bytes_total", NULL, 1,                           \
+     "Thin mode: bytes of reserve runs reused with no discard ever sent.")   \
+  X (U64, reserve_released, COUNTER, "thin_reserve_released_total", NULL, 1, \
+     "Thin mode: reserve runs discarded (past the reserve, on request or "   \
+     "under space pressure).")                                               \
+  X (U64, reserve_released_bytes, COUNTER,                                   \
+     "thin_reserve_released_bytes_total", NULL, 1,                           \
+     "Thin mode: bytes of reserve runs discarded.")                          \
   X (U64, allocated, COUNTER, "thin_allocated_total", NULL, 1,               \
      "Thin mode: slots allocated.")                                          \
   X (U64, reused, COUNTER, "thin_reused_total", NULL, 1,                     \

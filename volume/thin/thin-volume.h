@@ -16,4 +16,10 @@
  */
 extern void thin_set_journal_limit (struct volume *v, uint64_t bytes);
 
+/* Discard the whole reuse reserve: its runs go to the engine as
+ * pending discards (volume_release_reserve; and the low-water= hook in
+ * thin-reserve.c).  0, or -1 (reported).
+ */
+extern int thin_release_reserve (struct volume *v);
+
 #endif /* DISCARDCACHE_THIN_VOLUME_H */

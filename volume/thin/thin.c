@@ -61,33 +61,57 @@ slot_range (const struct thin *t, uint64_t offset, uint64_t length,
   *l1 = ((offset + length - 1) >> t->shift) + 1;
 }
 
-/* Call fn for each run of [offset, offset+length): bytes [pos, to) on
- * mapped slots from physical slot p on (mapped), or on unmapped ones;
- * looked up under the lock, called without it, until fn fails.  The
- * caller's op keeps the runs from being unmapped meanwhile.
+/* A run of a request: bytes [pos, to) on mapped slots from physical
+ * slot p on (mapped), or on unmapped ones.
+ */
+struct run {
+  uint64_t pos, to;
+  bool mapped;
+  uint32_t p;
+};
+
+/* The run that starts at byte pos of [.., end).  Lock held. */
+static void
+lookup_run_locked (struct thin *t, uint64_t pos, uint64_t end,
+                   struct run *r)
+  REQUIRES (thin_lock)
+{
+  uint64_t l = pos >> t->shift, l1 = ((end - 1) >> t->shift) + 1, n;
+
+  r->p = 0;
+  r->mapped = thin_map_lookup (&t->map, l, l1 - l, &r->p, &n);
+  r->pos = pos;
+  r->to = MIN (end, (l + n) << t->shift);
+}
+
+/* Call fn for each run of [offset, offset+length), looked up under the
+ * lock, called without it, until fn fails; first, if not NULL, is the
+ * first run, looked up already (in the hold that began the op: a read
+ * within one run takes the lock twice, not three times).  The caller's
+ * op keeps the runs from being unmapped meanwhile.
  */
 typedef int (*run_fn) (struct thin *t, uint64_t pos, uint64_t to,
                        bool mapped, uint32_t p, void *arg);
 
 static int
 for_each_run (struct thin *t, uint64_t offset, uint64_t length, run_fn fn,
-              void *arg)
+              void *arg, const struct run *first)
 {
-  uint64_t end = offset + length, l0, l1, n;
+  uint64_t end = offset + length;
 
-  slot_range (t, offset, length, &l0, &l1);
   for (uint64_t pos = offset; pos < end; ) {
-    uint64_t l = pos >> t->shift, to;
-    uint32_t p = 0;
-    bool mapped;
+    struct run r;
 
-    thin_lock_acquire (t);
-    mapped = thin_map_lookup (&t->map, l, l1 - l, &p, &n);
-    thin_lock_release (t);
-    to = MIN (end, (l + n) << t->shift);
-    if (fn (t, pos, to, mapped, p, arg) == -1)
+    if (first && pos == offset)
+      r = *first;
+    else {
+      thin_lock_acquire (t);
+      lookup_run_locked (t, pos, end, &r);
+      thin_lock_release (t);
+    }
+    if (fn (t, pos, r.to, r.mapped, r.p, arg) == -1)
       return -1;
-    pos = to;
+    pos = r.to;
   }
   return 0;
 }
@@ -275,6 +299,7 @@ finish_write_locked (struct thin *t, const struct plan *pl, int r)
     r = -1;
     thin_space_add_clean (&t->space, s->p, s->n, false);
   }
+  t->reserve_writes += r == 0 && pl->from_reserve;
   return r;
 }
 
@@ -296,7 +321,7 @@ commit_needed_locked (struct thin *t, bool fua)
                              BUFFER_MAX));
 
   if ((fua && t->durable_seq + 1 < t->next_seq) ||
-      t->buflen >= MAX (BUFFER_WAIT_MIN, 2 * limit))
+      t->buflen + t->takenlen >= MAX (BUFFER_WAIT_MIN, 2 * limit))
     return COMMIT_NOW;
   return t->buflen >= limit ? COMMIT_UNLESS_BUSY : COMMIT_NONE;
 }
@@ -393,6 +418,7 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
   struct read_args a = { .buf = buf, .offset = offset };
   uint64_t l0, l1;
   struct thin_op op;
+  struct run first;
   int r;
 
   if (volume_check_range (v, offset, count, false) == -1)
@@ -400,8 +426,9 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
   slot_range (t, offset, count, &l0, &l1);
   thin_lock_acquire (t);
   thin_op_begin_drops_lock (t, &op, l0, l1, OP_IO);
+  lookup_run_locked (t, offset, offset + count, &first);
   thin_lock_release (t);
-  r = for_each_run (t, offset, count, read_run, &a);
+  r = for_each_run (t, offset, count, read_run, &a, &first);
   thin_lock_acquire (t);
   thin_op_end_locked (t, &op);
   thin_lock_release (t);
@@ -425,8 +452,8 @@ unmaps (const struct trim_zero_args *a)
 /* The unmaps of a batch have their discard in the engine: the runs can
  * be freed by the commit that makes their records durable.
  */
-static void
-mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
+void
+thin_mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
   REQUIRES (thin_lock)
 {
   size_t lo = 0, hi = t->nundurable;
@@ -451,15 +478,18 @@ struct unmapped {
 /* Unmap up to UNMAP_BATCH mapped runs of [*pos, l1), journaling each
  * (one hold of the lock: their records are numbered from *first_seq
  * on, one after another); fills batch and returns how many, or -1
- * (ENOMEM; nothing more).
+ * (ENOMEM; nothing more).  *keep: the runs join the reserve, with no
+ * discard (else each goes to the engine).
  */
 static int
 unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
-                    struct unmapped *batch, uint64_t *first_seq)
+                    struct unmapped *batch, uint64_t *first_seq, bool *keep)
   REQUIRES (thin_lock)
 {
+  uint32_t type = thin_keeps_locked (t) ? THIN_REC_KEEP : THIN_REC_UNMAP;
   int k = 0;
 
+  *keep = type == THIN_REC_KEEP;
   while (*pos < l1 && k < UNMAP_BATCH) {
     uint64_t n, seq;
     uint32_t p;
@@ -471,11 +501,11 @@ unmap_batch_locked (struct thin *t, uint64_t *pos, uint64_t l1,
     if (thin_reserve_records_locked (t, 1) == -1 ||
         thin_map_remove (&t->map, *pos, n) == -1)
       return k > 0 ? k : -1;
-    seq = thin_append_record_locked (t, THIN_REC_UNMAP, *pos, n, p);
+    seq = thin_append_record_locked (t, type, *pos, n, p);
     if (k == 0)
       *first_seq = seq;
     t->undurable[t->nundurable++] = (struct thin_undurable) {
-      .seq = seq, .p = p, .n = (uint32_t) n,
+      .seq = seq, .p = p, .n = (uint32_t) n, .type = type, .recorded = *keep,
     };
     t->undurable_slots += n;
     batch[k++] = (struct unmapped) { p, (uint32_t) n };
@@ -496,19 +526,22 @@ unmap_range (struct thin *t, uint64_t l0, uint64_t l1, bool fua)
 
   while (pos < l1) {
     uint64_t first_seq = 0;
+    bool keep;
     int k;
 
     thin_lock_acquire (t);
-    k = unmap_batch_locked (t, &pos, l1, batch, &first_seq);
+    k = unmap_batch_locked (t, &pos, l1, batch, &first_seq, &keep);
     thin_lock_release (t);
     if (k <= 0)
       return k;
+    if (keep)
+      continue;
     for (int i = 0; i < k; i++)
       if (engine_trim (t->e, phys_offset (t, batch[i].p),
                        (uint64_t) batch[i].n << t->shift, fua) == -1)
         r = -1;
     thin_lock_acquire (t);
-    mark_recorded_locked (t, first_seq, first_seq + k - 1);
+    thin_mark_recorded_locked (t, first_seq, first_seq + k - 1);
     thin_lock_release (t);
     if (r == -1)
       return -1;
@@ -537,7 +570,7 @@ static int
 trim_or_zero_mapped (struct thin *t, uint64_t offset, uint64_t length,
                      const struct trim_zero_args *a)
 {
-  return for_each_run (t, offset, length, trim_or_zero_run, (void *) a);
+  return for_each_run (t, offset, length, trim_or_zero_run, (void *) a, NULL);
 }
 
 /* A whole slot is unmapped by a TRIM or a zero that may trim; the rest
@@ -652,5 +685,5 @@ thin_extents (struct volume *v, uint64_t offset, uint64_t length,
 
   if (volume_check_range (v, offset, length, false) == -1)
     return -1;
-  return for_each_run (thin_of (v), offset, length, extent_run, &a);
+  return for_each_run (thin_of (v), offset, length, extent_run, &a, NULL);
 }

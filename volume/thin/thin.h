@@ -9,9 +9,10 @@
  *                   extent map's B+tree (extmap_new_runs), and the
  *                   checks recovery makes against the free set;
  *   thin-space.c    free physical slots and the allocator's queries:
- *                   freed slots whose discard may be pending (best fit
- *                   by run length, then most recently freed), clean
- *                   ones, and which of those are known to read as zeros;
+ *                   freed slots kept in the reuse reserve and those
+ *                   whose discard may be pending (each best fit by run
+ *                   length, then most recently freed), clean ones, and
+ *                   which of those are known to read as zeros;
  *   thin-journal.c  the meta file's format: a checkpoint of runs, then
  *                   journal records, each describing a run;
  *   thin-meta-v1.c  format version 1 (one entry per logical slot),
@@ -94,22 +95,29 @@ extern int thin_map_replay_unmap (struct thin_map *m, struct extmap *free_set,
 
 /* --- thin-space.c: free physical slots --- */
 
-struct thin_space {
-  struct extmap *pending;      /* freed; their discard may still be
-                                  pending (time: when freed, a sequence
-                                  number, merged runs take the newest) */
-  struct extmap *index;        /* the pending runs by length class, most
-                                  recently freed first (see thin-space.c) */
-  struct extmap *clean;        /* free with nothing to discard */
-  struct extmap *zero;         /* ... and known to read as zeros */
+/* Freed runs ordered for best fit (see thin-space.c). */
+struct thin_freed {
+  struct extmap *runs;         /* time: when freed, a sequence number,
+                                  merged runs take the newest */
+  struct extmap *index;        /* the runs by length class, most
+                                  recently freed first */
   uint32_t next_seq;           /* the next free sequence number */
   uint32_t seq_limit;          /* renumber when next_seq reaches it */
+};
+
+struct thin_space {
+  struct thin_freed reserve;   /* freed, kept from the device for reuse
+                                  (reserve=, invariant 12) */
+  struct thin_freed pending;   /* freed; their discard may still be
+                                  pending in the engine */
+  struct extmap *clean;        /* free with nothing to discard */
+  struct extmap *zero;         /* ... and known to read as zeros */
   uint64_t lost;               /* slots dropped for want of memory */
 };
 
 /* Which set a free slot is in. */
 enum thin_free_kind {
-  THIN_NOT_FREE = 0, THIN_PENDING, THIN_CLEAN, THIN_ZERO,
+  THIN_NOT_FREE = 0, THIN_PENDING, THIN_CLEAN, THIN_ZERO, THIN_RESERVE,
 };
 
 extern int thin_space_init (struct thin_space *s);
@@ -124,6 +132,11 @@ extern void thin_space_free (struct thin_space *s);
 extern void thin_space_add_clean (struct thin_space *s, uint64_t p,
                                   uint64_t n, bool zero);
 extern void thin_space_add_pending (struct thin_space *s, uint64_t p,
+                                    uint64_t n);
+/* Add freed slots [p, p+n) to the reserve: no discard sent or pending
+ * (the most recently freed now).
+ */
+extern void thin_space_add_reserve (struct thin_space *s, uint64_t p,
                                     uint64_t n);
 
 /* Take free_set (a plain extent map of slot ranges, owned from now on)
@@ -145,6 +158,14 @@ extern enum thin_free_kind thin_space_find (const struct thin_space *s,
  */
 extern bool thin_space_best_pending (struct thin_space *s, uint64_t n,
                                      struct extent *run);
+/* The same pick among the reserve's runs. */
+extern bool thin_space_best_reserve (struct thin_space *s, uint64_t n,
+                                     struct extent *run);
+/* The reserve's longest run (ties: the lowest slot): the first to be
+ * discarded when the reserve is over its size.
+ */
+extern bool thin_space_largest_reserve (const struct thin_space *s,
+                                        struct extent *run);
 extern enum thin_free_kind thin_space_largest_clean
   (const struct thin_space *s, uint64_t n, struct extent *run);
 extern bool thin_space_oldest_pending (const struct thin_space *s,
@@ -176,18 +197,23 @@ extern int thin_space_take_from (struct thin_space *s,
                                  const struct extent *run, uint64_t p,
                                  uint64_t n);
 
-/* Free slots in all: pending and clean. */
+/* Free slots in all: reserve, pending and clean. */
 extern uint64_t thin_space_slots (const struct thin_space *s);
+/* Slots in the reserve, and its runs (a plain extent map of slots). */
+extern uint64_t thin_space_reserve_slots (const struct thin_space *s);
+extern const struct extmap *thin_space_reserve_runs
+  (const struct thin_space *s);
 
 struct thin_space_stats {
   uint64_t pending, pending_runs, pending_largest;
+  uint64_t reserve, reserve_runs;
   uint64_t clean, clean_runs, clean_largest, zero;
   size_t memory;
 };
 extern void thin_space_get_stats (const struct thin_space *s,
                                   struct thin_space_stats *st);
 
-/* --- thin-journal.c: the meta file (format version 2) --- */
+/* --- thin-journal.c: the meta file (format version 3) --- */
 
 /* Layout (integers little-endian):
  *   header, THIN_HEADER_SIZE bytes:
@@ -199,24 +225,34 @@ extern void thin_space_get_stats (const struct thin_space *s,
  *    96 unix time of the checkpoint (u64)      104 name length (u32)
  *   108 CRC-32C of the header (this field as 0), the name and the
  *       payload (u32)
+ *   112 reserve runs (u64)
  *   the backend's name (no NUL), then the payload: one zstd frame of,
  *   per mapped run in logical order, three LEB128 varints: the gap from
  *   the end of the previous run (from 0 for the first), the length, and
  *   the physical start's distance from the end of the previous run's
  *   physical end, zigzag-coded (a run following on from the last one
- *   costs three bytes before compression).
+ *   costs three bytes before compression); then per reserve run in
+ *   physical order two varints: the gap from the end of the previous
+ *   one, and the length.
  *   then journal records of THIN_RECORD_SIZE bytes:
- *     0 type (u32: 1 map, 2 unmap)   4 slots in the run (u32)
+ *     0 type (u32)                   4 slots in the run (u32)
  *     8 sequence number (u64)       16 logical start (u64)
  *    24 physical start (u32)        28 CRC-32C of bytes 0-27 (u32)
- * Version 1 (thin-meta-v1.c) is read to convert it.
+ *   types: 1 map; 2 unmap (its run's discard goes to the engine); 3 keep
+ *   (an unmap whose run joins the reserve); 4 release (a reserve run,
+ *   logical start 0, handed to the engine as a discard).
+ * Version 2 (the same without the reserve: a 112-byte header, types 1
+ * and 2) and version 1 (thin-meta-v1.c) are read to convert them.
  */
-#define THIN_VERSION 2
-#define THIN_HEADER_SIZE 112
+#define THIN_VERSION 3
+#define THIN_HEADER_SIZE 120
+#define THIN_V2_HEADER_SIZE 112
 #define THIN_RECORD_SIZE 32
 
-enum thin_record_type { THIN_REC_MAP = 1, THIN_REC_UNMAP = 2 };
-
+enum thin_record_type {
+  THIN_REC_MAP = 1, THIN_REC_UNMAP = 2, THIN_REC_KEEP = 3,
+  THIN_REC_RELEASE = 4,
+};
 struct thin_record {
   uint32_t type;
   uint32_t count;
@@ -239,11 +275,13 @@ extern void thin_record_encode (const struct thin_record *r,
 extern int thin_record_decode (const unsigned char in[THIN_RECORD_SIZE],
                                struct thin_record *r);
 
-/* A checkpoint image of runs (a map of runs) for id: malloc'd into
+/* A checkpoint image of runs (a map of runs) and the reserve (a plain
+ * extent map of physical slots, or NULL: none) for id: malloc'd into
  * *image, *len bytes.  0, or -1 with errno reported.
  */
 extern int thin_checkpoint_encode (const struct thin_meta_id *id,
                                    const struct extmap *runs,
+                                   const struct extmap *reserve,
                                    uint64_t next_seq, uint64_t time,
                                    void **image, size_t *len);
 
@@ -254,17 +292,20 @@ struct thin_recovery {
   uint64_t records;            /* replayed */
   uint64_t checkpoint_time;
   size_t checkpoint_len;       /* header + name + payload */
-  uint32_t version;            /* the format read (1: to be converted) */
+  uint32_t version;            /* the format read (older: to be
+                                  converted) */
   struct extmap *free;         /* physical slots no run maps (owned) */
+  struct extmap *reserve;      /* the part of them in the reserve
+                                  (owned) */
 };
 
 /* Rebuild m (initialised, empty) from a meta file image: the checkpoint,
  * then every record in sequence; a torn or corrupt tail ends the replay
- * (valid_len tells where).  Reads versions 1 and 2.  -1 with the reason
+ * (valid_len tells where).  Reads versions 1 to 3.  -1 with the reason
  * in why when the image belongs to something else, is of another
  * version, its checkpoint is corrupt, or a record with a good checksum
- * contradicts the map.  On success rec->free is set; free it with
- * extmap_free.
+ * contradicts the map.  On success rec->free and rec->reserve are set;
+ * free them with extmap_free.
  */
 extern int thin_meta_recover (const void *image, size_t len,
                               const struct thin_meta_id *id,
@@ -280,7 +321,7 @@ extern int thin_check_identity (const unsigned char *p, const char *name,
                                 char *why, size_t whylen);
 /* Replay the records of record_size bytes from off on, decoded by
  * decode, until a torn tail; sets rec->valid_len and rec->records.
- * rec->free and rec->next_seq must be set.
+ * rec->free, rec->reserve and rec->next_seq must be set.
  */
 extern int thin_replay_records (const unsigned char *p, size_t len,
                                 size_t off, size_t record_size,

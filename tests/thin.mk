@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Thin mode's end-to-end tests beyond the plugin's list in local.mk.
+THIN_TESTS = tests/e2e/test-thin-reserve.sh
+TESTS += $(THIN_TESTS)
+EXTRA_DIST += $(THIN_TESTS)
+
+# The reuse reserve's unit tests, beside the other thin-mode programs
+# (tests/engine.mk), sharing their thin-util.c.
+check_PROGRAMS += tests/unit/test-thin-reserve
+TESTS += tests/unit/test-thin-reserve
+tests_unit_test_thin_reserve_SOURCES = tests/unit/test-thin-reserve.c $(thin_test_sources)
+tests_unit_test_thin_reserve_CPPFLAGS = $(thin_test_cppflags)
+tests_unit_test_thin_reserve_CFLAGS = $(thin_test_cflags)
+tests_unit_test_thin_reserve_LDADD = $(thin_test_ldadd)
