@@ -152,6 +152,12 @@ backend_allocated_bytes (struct backend *b, uint64_t offset, uint64_t length,
   return b->ops->extents (b, offset, length, add_allocated, allocated);
 }
 
+int
+backend_start (struct backend *b)
+{
+  return b->ops->start ? b->ops->start (b) : 0;
+}
+
 void
 backend_close (struct backend *b)
 {

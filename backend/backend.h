@@ -45,7 +45,10 @@ struct backend_identity {
 };
 
 /* Called for each run of extents(): [offset, offset+length) has type
- * flags (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO, or 0 for data).
+ * flags (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO, or 0 for data).  It
+ * may run on another thread of the backend's (the NBD backend's reader)
+ * while extents() waits, so it only records what it is told and never
+ * calls the backend.
  */
 #define BACKEND_EXTENT_HOLE 1
 #define BACKEND_EXTENT_ZERO 2
@@ -89,6 +92,8 @@ struct backend_ops {
   int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);
   /* Optional: lock the store against other servers (backend_lock). */
   int (*lock) (struct backend *b);
+  /* Optional: start the backend's own threads (backend_start). */
+  int (*start) (struct backend *b);
   void (*close) (struct backend *b);
 };
 
@@ -124,6 +129,13 @@ extern int backend_lock (struct backend *b);
  */
 extern int backend_allocated_bytes (struct backend *b, uint64_t offset,
                                     uint64_t length, uint64_t *allocated);
+
+/* Start the backend's own threads, once, after any fork (a thread does
+ * not survive nbdkit's or FUSE's daemonising): until then requests run
+ * on the caller's thread alone, one at a time.  0, or -1 with errno set
+ * (reported).
+ */
+extern int backend_start (struct backend *b);
 
 /* Close the backend (NULL is allowed). */
 extern void backend_close (struct backend *b);

@@ -16,7 +16,10 @@
  * request reconnects.  Acknowledged writes that no flush covered may
  * have died with the server (nbdkit memory, a server's own cache), so
  * the first flush after such a loss fails with EIO, as a disk that lost
- * its write cache would.
+ * its write cache would.  Every request in flight on a lost connection
+ * is sent again; the loss is logged once per connection, and one
+ * connect attempt runs at a time (the requests that need it too wait
+ * for its outcome).
  *
  * Limit.  If the connection breaks while the server lives on (a TCP
  * link going down), the server may still execute a request it had
@@ -29,7 +32,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "log.h"
@@ -76,36 +83,175 @@ negotiate (struct nbd_handle *nbd, const char *uri)
   return NULL;
 }
 
-struct nbd_handle *
-nbdc_connect (const char *uri, bool first)
+/* The reader: drives the connection (sends what waits to be sent,
+ * reads replies, which completes the requests waiting for them) until
+ * it is lost or closed.  Requests issued on another thread write their
+ * command themselves when they can, and kick the reader when it is left
+ * to be written (nbdc_kick).
+ */
+static void *
+reader (void *arg)
+{
+  struct nbd_conn *c = arg;
+  int fd = nbd_aio_get_fd (c->nbd);
+
+  while (!atomic_load (&c->stopping) &&
+         nbd_aio_is_dead (c->nbd) != 1 && nbd_aio_is_closed (c->nbd) != 1) {
+    struct pollfd fds[2] = {
+      { .fd = fd }, { .fd = c->kick, .events = POLLIN },
+    };
+    unsigned dir = nbd_aio_get_direction (c->nbd);
+    int r = 0;
+
+    if (dir & LIBNBD_AIO_DIRECTION_READ)
+      fds[0].events |= POLLIN;
+    if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+      fds[0].events |= POLLOUT;
+    if (poll (fds, 2, -1) == -1) {
+      if (errno != EINTR)
+        dc_debug ("nbd reader: poll: %m");
+      continue;
+    }
+    if (fds[1].revents & POLLIN) {
+      uint64_t n;
+
+      if (read (c->kick, &n, sizeof n) == -1 && errno != EAGAIN)
+        dc_debug ("nbd reader: eventfd: %m");
+    }
+    dir = nbd_aio_get_direction (c->nbd);
+    if ((dir & LIBNBD_AIO_DIRECTION_READ) &&
+        (fds[0].revents & (POLLIN | POLLHUP | POLLERR)))
+      r = nbd_aio_notify_read (c->nbd);
+    else if ((dir & LIBNBD_AIO_DIRECTION_WRITE) &&
+             (fds[0].revents & (POLLOUT | POLLHUP | POLLERR)))
+      r = nbd_aio_notify_write (c->nbd);
+    /* A failure leaves the handle dead, its requests completed with an
+     * error: the loop ends.
+     */
+    if (r == -1)
+      dc_debug ("nbd reader: %s", nbd_get_error ());
+  }
+  return NULL;
+}
+
+static void
+conn_free (struct nbd_conn *c)
+{
+  if (c->nbd)
+    nbd_close (c->nbd);
+  if (c->kick >= 0)
+    close (c->kick);
+  free (c);
+}
+
+/* A negotiated handle, or NULL: the reason in *why and errno. */
+static struct nbd_handle *
+open_handle (const char *uri, const char **why)
 {
   struct nbd_handle *nbd = nbd_create ();
-  const char *why;
 
+  if (nbd == NULL) {
+    *why = nbd_get_error ();
+    return NULL;
+  }
   /* Block status where the server offers it (extents); asked for on
    * every connection, since any may serve the request.
    */
-  if (nbd)
-    nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION);
-  why = nbd ? negotiate (nbd, uri) : nbd_get_error ();
+  nbd_add_meta_context (nbd, LIBNBD_CONTEXT_BASE_ALLOCATION);
+  *why = negotiate (nbd, uri);
+  if (*why == NULL)
+    return nbd;
+  errno = nbd_get_errno () > 0 ? nbd_get_errno () : errno ? errno : EIO;
+  {
+    int err = errno;
+    nbd_close (nbd);
+    errno = err;
+  }
+  return NULL;
+}
+
+struct nbd_conn *
+nbdc_connect (const char *uri, bool first)
+{
+  struct nbd_conn *c = calloc (1, sizeof *c);
+  const char *why = NULL;
   int err;
 
-  if (why == NULL)
-    return nbd;
-  err = nbd_get_errno () > 0 ? nbd_get_errno () : errno ? errno : EIO;
+  if (c == NULL) {
+    dc_error ("backend=%s: %m", uri);
+    return NULL;
+  }
+  c->kick = -1;
+  c->nbd = open_handle (uri, &why);
+  if (c->nbd == NULL)
+    goto err;
+  c->kick = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (c->kick != -1)
+    return c;
+  why = "eventfd failed";
+
+ err:
+  err = errno ? errno : EIO;
   if (first)
     dc_error ("backend=%s: %s", uri, why ? why : "unknown error");
   else
     dc_debug ("backend %s: connect: %s", uri, why ? why : "unknown error");
-  nbd_close (nbd);
+  conn_free (c);
   errno = err;
   return NULL;
 }
 
-bool
-nbdc_lost (struct nbd_handle *nbd)
+int
+nbdc_start (struct nbd_conn *c)
 {
-  return nbd_aio_is_dead (nbd) == 1 || nbd_aio_is_closed (nbd) == 1;
+  int err = pthread_create (&c->reader, NULL, reader, c);
+
+  if (err) {
+    errno = err;
+    dc_error ("backend: cannot start the NBD reader thread: %m");
+    return -1;
+  }
+  c->running = true;
+  return 0;
+}
+
+void
+nbdc_close (struct nbd_conn *c, bool polite)
+{
+  uint64_t one = 1;
+
+  if (c == NULL)
+    return;
+  atomic_store (&c->stopping, true);
+  if (c->running) {
+    if (write (c->kick, &one, sizeof one) == -1)
+      dc_debug ("nbd: eventfd: %m");
+    pthread_join (c->reader, NULL);
+  }
+  /* The reader is gone: this thread alone drives the handle now. */
+  if (polite && !nbdc_lost (c) && nbd_shutdown (c->nbd, 0) == -1)
+    dc_debug ("nbd: shutdown: %s", nbd_get_error ());
+  conn_free (c);
+}
+
+void
+nbdc_kick (struct nbd_conn *c)
+{
+  uint64_t one = 1;
+
+  /* Anything else that leaves a command unsent happens on the reader,
+   * which looks at the direction again before it polls.
+   */
+  if ((nbd_aio_get_direction (c->nbd) & LIBNBD_AIO_DIRECTION_WRITE) &&
+      write (c->kick, &one, sizeof one) == -1 && errno != EAGAIN)
+    dc_debug ("nbd: eventfd: %m");
+}
+
+bool
+nbdc_lost (struct nbd_conn *c)
+{
+  return atomic_load (&c->broken) ||
+    nbd_aio_is_dead (c->nbd) == 1 || nbd_aio_is_closed (c->nbd) == 1;
 }
 
 /* A server that came back must be the one we had: same size, and
@@ -147,46 +293,87 @@ attempt_done_locked (struct nbd_backend *h, bool ok)
   h->next_attempt_ms = now_ms () + RECONNECT_INTERVAL_MS;
 }
 
-int
-nbdc_ensure (struct nbd_backend *h, unsigned i)
+void
+nbdc_put (struct nbd_backend *h, struct nbd_conn *c)
 {
-  struct nbd_handle *nbd;
+  bool last;
 
-  if (!h->leaving[i] && !nbdc_lost (h->nbd[i]))
-    return 0;
   {
     ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
-    if (now_ms () < h->next_attempt_ms) {
-      errno = EIO;
-      return -1;
-    }
+    c->users--;
+    last = c->retired && c->users == 0;
   }
-  nbd = nbdc_connect (h->uri, false);
-  if (nbd != NULL && !same_server (h, nbd)) {
-    nbd_close (nbd);
-    nbd = NULL;
-  }
-  {
-    ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
-    attempt_done_locked (h, nbd != NULL);
-  }
-  if (nbd == NULL) {
-    errno = EIO;
-    return -1;
-  }
-  nbd_close (h->nbd[i]);
-  h->nbd[i] = nbd;
-  h->leaving[i] = false;
-  return 0;
+  if (last)
+    nbdc_close (c, false);
 }
 
-void
-nbdc_note_lost (struct nbd_backend *h, unsigned i)
+/* Slot i's connection, held, if usable; else NULL with the lost one in
+ * *old, or errno = EIO if no attempt is due yet.
+ */
+static struct nbd_conn *
+usable_in_slot (struct nbd_backend *h, unsigned i, struct nbd_conn **old)
 {
   ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
 
-  dc_error ("backend %s: connection %u lost: %s", h->uri, i,
-            nbd_get_error () ? nbd_get_error () : "unknown error");
+  *old = h->conn[i];
+  if (!nbdc_lost (h->conn[i])) {
+    h->conn[i]->users++;
+    return h->conn[i];
+  }
+  if (now_ms () < h->next_attempt_ms)
+    *old = NULL;
+  return NULL;
+}
+
+struct nbd_conn *
+nbdc_renew (struct nbd_backend *h, unsigned i, struct nbd_conn *c)
+{
+  ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->reconnecting);
+  struct nbd_conn *fresh, *old;
+  bool close_old = false;
+
+  nbdc_put (h, c);
+  /* Another request may have renewed the slot while this one waited. */
+  fresh = usable_in_slot (h, i, &old);
+  if (fresh != NULL)
+    return fresh;
+  if (old == NULL) {
+    errno = EIO;
+    return NULL;
+  }
+  fresh = nbdc_connect (h->uri, false);
+  if (fresh != NULL && (!same_server (h, fresh->nbd) ||
+                        (h->started && nbdc_start (fresh) == -1))) {
+    nbdc_close (fresh, true);
+    fresh = NULL;
+  }
+  {
+    ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
+    attempt_done_locked (h, fresh != NULL);
+    if (fresh != NULL) {
+      old->retired = true;
+      close_old = old->users == 0;
+      h->conn[i] = fresh;
+      fresh->users = 1;
+    }
+  }
+  if (close_old)
+    nbdc_close (old, false);
+  if (fresh == NULL)
+    errno = EIO;
+  return fresh;
+}
+
+void
+nbdc_note_lost (struct nbd_backend *h, unsigned i, struct nbd_conn *c,
+                const char *why)
+{
+  ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
+
+  if (c->noted_lost)
+    return;
+  c->noted_lost = true;
+  dc_error ("backend %s: connection %u lost: %s", h->uri, i, why);
   h->losses++;
   if (h->writes > h->flushed_writes)
     h->lost_writes = true;

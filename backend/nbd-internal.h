@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the NBD backend's handle, shared by nbd.c (the
- * operations and the pool) and nbd-conn.c (connecting, noticing a lost
- * connection and reconnecting).
+ * operations and the choice of a connection) and nbd-conn.c (a
+ * connection and its reader thread, noticing a lost connection and
+ * reconnecting).
  */
 #ifndef DISCARDCACHE_BACKEND_NBD_INTERNAL_H
 #define DISCARDCACHE_BACKEND_NBD_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -17,19 +19,40 @@
 /* Connections in the pool when the server has multi-conn. */
 #define NBDB_POOL_MAX 4
 
+/* Requests in flight on one connection before the next connection of
+ * the pool takes new ones: nbdkit serves a connection with 16 threads
+ * by default (--threads), and more requests would wait in its socket.
+ */
+#define NBDB_CONN_DEPTH 16
+
+/* One connection: a libnbd handle driven by its own reader thread (the
+ * aio API), so that any number of requests are in flight on it.
+ */
+struct nbd_conn {
+  struct nbd_handle *nbd;
+  pthread_t reader;
+  int kick;                     /* eventfd: wakes the reader */
+  bool running;                 /* the reader runs (nbdc_start) */
+  atomic_bool stopping;         /* the reader is to exit */
+  /* A request on it met ESHUTDOWN (the server is shutting down: the
+   * connection is as good as lost) or ENOTCONN (libnbd completes the
+   * requests of a lost connection so, before nbd_aio_is_dead says it).
+   */
+  atomic_bool broken;
+  /* Under the backend's lock: */
+  unsigned users;               /* requests holding it */
+  bool retired;                 /* out of its slot: its last user closes it */
+  bool noted_lost;              /* its loss was logged and counted */
+};
+
 struct nbd_backend {
   struct backend b;             /* first */
   char *uri;                    /* in full (identity.name may be cut) */
-  pthread_mutex_t lock;         /* protects busy[] and the fields below it */
-  pthread_cond_t freed;         /* signalled when a connection is freed */
-  unsigned nr;                  /* connections in nbd[] */
-  bool busy[NBDB_POOL_MAX];
-  /* A slot's handle belongs to whoever holds the slot (busy), and so
-   * does its leaving flag: the server answered ESHUTDOWN on it (it is
-   * shutting down), so the connection is as good as lost.
-   */
-  struct nbd_handle *nbd[NBDB_POOL_MAX];
-  bool leaving[NBDB_POOL_MAX];
+  pthread_mutex_t lock;         /* protects conn[], users and below */
+  pthread_mutex_t reconnecting; /* one connect attempt at a time */
+  unsigned nr;                  /* slots in conn[] */
+  bool started;                 /* backend_start: new connections get readers */
+  struct nbd_conn *conn[NBDB_POOL_MAX];
   /* What the server can do (b.limits may say less, e.g. read-only). */
   bool can_trim, can_zero, can_fua, can_flush, can_extents;
   uint32_t max_request;         /* pread/pwrite chunk */
@@ -46,31 +69,56 @@ struct nbd_backend {
   bool lost_writes;
 };
 
-/* A new connection to uri, negotiated within a timeout, or NULL with
+/* A new connection to uri, negotiated within a timeout; or NULL with
  * errno set.  Reported as an error when first (the backend's first
  * connection), else at debug level.
  */
-extern struct nbd_handle *nbdc_connect (const char *uri, bool first)
+extern struct nbd_conn *nbdc_connect (const char *uri, bool first)
   __attribute__ ((nonnull (1)));
 
-/* Whether the handle's connection is gone (dead or closed). */
-extern bool nbdc_lost (struct nbd_handle *nbd) __attribute__ ((nonnull (1)));
-
-/* Make slot i (held by the caller) usable, reconnecting a lost
- * connection (or one whose server said it is leaving); at most one attempt per interval across the pool after a
- * failure, so during an outage requests fail at once instead of waiting
- * for connects.  The new server must have the same size and be
- * writable if we write.  Returns 0, or -1 with errno = EIO (logged once
- * per outage).
+/* Start the connection's reader thread: 0, or -1 with errno (reported).
+ * Before, a request drives the connection from its own thread.
  */
-extern int nbdc_ensure (struct nbd_backend *h, unsigned i)
-  __attribute__ ((nonnull (1)));
+extern int nbdc_start (struct nbd_conn *c) __attribute__ ((nonnull (1)));
 
-/* The connection in slot i was lost: log it, and remember whether
- * acknowledged writes may have gone with it.
+/* Stop the reader and close the connection (no request may hold it);
+ * polite says goodbye to the server first.
  */
-extern void nbdc_note_lost (struct nbd_backend *h, unsigned i)
-  __attribute__ ((nonnull (1)));
+extern void nbdc_close (struct nbd_conn *c, bool polite);
+
+/* Wake the reader if the request just issued on c waits to be written
+ * (the reader is polling for replies only).
+ */
+extern void nbdc_kick (struct nbd_conn *c) __attribute__ ((nonnull (1)));
+
+/* Whether the connection is gone (dead, closed, or broken). */
+extern bool nbdc_lost (struct nbd_conn *c) __attribute__ ((nonnull (1)));
+
+/* Release a connection taken from slot or by nbdc_renew; a retired one
+ * is closed by its last user.
+ */
+extern void nbdc_put (struct nbd_backend *h, struct nbd_conn *c)
+  __attribute__ ((nonnull (1, 2)));
+
+/* c, from slot i and held by the caller, is lost: give it back and take
+ * the slot's new connection, reconnecting unless another request did;
+ * at most one attempt per interval after a failure, so during an outage
+ * requests fail at once instead of waiting for connects.  The new
+ * server must have the same size and be writable if we write.  Returns
+ * the new connection, held, or NULL with errno = EIO (logged once per
+ * outage).
+ */
+extern struct nbd_conn *nbdc_renew (struct nbd_backend *h, unsigned i,
+                                    struct nbd_conn *c)
+  __attribute__ ((nonnull (1, 3)));
+
+/* The connection c in slot i was lost (why: what a request on it met):
+ * log it (once per connection), and remember whether acknowledged
+ * writes may have gone with it.
+ */
+extern void nbdc_note_lost (struct nbd_backend *h, unsigned i,
+                            struct nbd_conn *c, const char *why)
+  __attribute__ ((nonnull (1, 3, 4)));
 
 /* Bookkeeping for the flush after a loss: a write was acknowledged; a
  * flush is starting (returns the token to pass to nbdc_flush_done);

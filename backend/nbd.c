@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the NBD backend, another NBD server reached through
- * libnbd's synchronous API.  Functions are named nbdb_* (nbd_* is
- * libnbd's namespace).
+ * libnbd's aio API.  Functions are named nbdb_* (nbd_* is libnbd's
+ * namespace).
  *
- * Concurrency: a libnbd handle is thread-safe, but a synchronous call
- * holds the handle's lock until its reply, so one handle runs one
- * request at a time and a slow TRIM would stall every read behind it.
+ * Concurrency: as in nbdkit's nbd plugin, each connection has a reader
+ * thread (nbd-conn.c); a request is issued on a connection from the
+ * caller's thread (libnbd writes it at once when it can) and the caller
+ * sleeps until the reader completes it.  So any number of requests are
+ * in flight on one connection, the server reads them one after the
+ * other from its socket, and a slow TRIM stalls nothing behind it on
+ * our side.  (A synchronous call would hold the handle until its reply:
+ * one request per connection, and a server that wakes a thread per
+ * request, four times the context switches per write on the server.)
  * When the server advertises multi-conn (a flush on one connection
- * covers writes made on all of them) we open a small pool of
- * connections and each call takes a free one, waiting only when all
- * are busy.  Without multi-conn, a flush on one connection would not
- * cover the others, so there is a single connection and calls queue on
- * it.  This is simpler than driving the aio API from a dispatcher
- * thread, and the pool size bounds the requests in flight.
+ * covers writes made on all of them) there is a small pool: requests
+ * fill the first connection up to NBDB_CONN_DEPTH in flight before
+ * the next takes new ones, so a busy server still reads its requests
+ * in batches, and trims go to the last connection, so that a server
+ * that serves a connection's requests in order does not hold reads
+ * behind a slow TRIM.  Without multi-conn, a flush on one connection
+ * would not cover the others, so there is a single connection.
  *
  * Connections are made, checked and remade in nbd-conn.c: a request
  * that finds its connection lost (the server exited, or answered
@@ -24,6 +31,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,29 +69,29 @@ static const char *const cmd_names[] = {
   [CMD_BLOCK_STATUS] = "block status",
 };
 
-/* Take a free connection, waiting while all are busy. */
-static unsigned
-take_connection (struct nbd_backend *h)
+/* Take a connection for cmd: trims on the last of several, the rest
+ * on the first that is not full, else the least busy.
+ */
+static struct nbd_conn *
+take_connection (struct nbd_backend *h, enum nbdb_cmd cmd, unsigned *slot)
 {
   ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
-  for (;;) {
-    unsigned i;
+  unsigned best = 0;
 
-    for (i = 0; i < h->nr; ++i)
-      if (!h->busy[i]) {
-        h->busy[i] = true;
-        return i;
+  if (cmd == CMD_TRIM)
+    best = h->nr - 1;
+  else
+    for (unsigned i = 0; i < h->nr; ++i) {
+      if (h->conn[i]->users < NBDB_CONN_DEPTH) {
+        best = i;
+        break;
       }
-    pthread_cond_wait (&h->freed, &h->lock);
-  }
-}
-
-static void
-give_back (struct nbd_backend *h, unsigned i)
-{
-  ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->lock);
-  h->busy[i] = false;
-  pthread_cond_signal (&h->freed);
+      if (h->conn[i]->users < h->conn[best]->users)
+        best = i;
+    }
+  h->conn[best]->users++;
+  *slot = best;
+  return h->conn[best];
 }
 
 /* libnbd's errno for the last failure on this thread (EIO if none). */
@@ -118,74 +126,159 @@ trim_unsupported (struct nbd_backend *h, int err)
   return err == EINVAL || backend_is_enotsup (err);
 }
 
+/* A request in flight: the reader completes it. */
+struct transaction {
+  sem_t done;
+  int err;
+};
+
 static int
-run_cmd (struct nbd_handle *nbd, enum nbdb_cmd cmd, void *buf,
-         uint64_t count, uint64_t offset, uint32_t flags)
+transaction_done (void *opaque, int *error)
+{
+  struct transaction *t = opaque;
+
+  t->err = *error;
+  sem_post (&t->done);
+  return 1;                     /* retire the command */
+}
+
+static int64_t
+start_cmd (struct nbd_handle *nbd, enum nbdb_cmd cmd, void *buf,
+           uint64_t count, uint64_t offset, uint32_t flags,
+           nbd_completion_callback done)
 {
   switch (cmd) {
-  case CMD_PREAD: return nbd_pread (nbd, buf, count, offset, flags);
-  case CMD_PWRITE: return nbd_pwrite (nbd, buf, count, offset, flags);
-  case CMD_ZERO: return nbd_zero (nbd, count, offset, flags);
-  case CMD_TRIM: return nbd_trim (nbd, count, offset, flags);
-  case CMD_FLUSH: return nbd_flush (nbd, flags);
+  case CMD_PREAD: return nbd_aio_pread (nbd, buf, count, offset, done, flags);
+  case CMD_PWRITE:
+    return nbd_aio_pwrite (nbd, buf, count, offset, done, flags);
+  case CMD_ZERO: return nbd_aio_zero (nbd, count, offset, done, flags);
+  case CMD_TRIM: return nbd_aio_trim (nbd, count, offset, done, flags);
+  case CMD_FLUSH: return nbd_aio_flush (nbd, done, flags);
   case CMD_BLOCK_STATUS:
-    return nbd_block_status (nbd, count, offset,
-                             *(nbd_extent_callback *) buf, flags);
+    return nbd_aio_block_status (nbd, count, offset,
+                                 *(nbd_extent_callback *) buf, done, flags);
   }
   abort ();
 }
 
-/* Send on slot i, reconnecting first if its connection was lost, and
- * once more on a new connection if it is lost during the request.
- * Returns 0; 1 (errno EIO, reported) if no connection could be had; or
- * -1 with libnbd's error for this thread, the server's answer.
+/* Before backend_start, no reader: the caller drives the connection
+ * until its command completes (a lost connection completes every
+ * command on it with an error).
  */
 static int
-send_on (struct nbd_backend *h, unsigned i, enum nbdb_cmd cmd, void *buf,
-         uint64_t count, uint64_t offset, uint32_t flags)
+drive_until_done (struct nbd_conn *c, struct transaction *t)
 {
-  for (int attempt = 0; attempt < 2; attempt++) {
-    if (nbdc_ensure (h, i) == -1)
-      return 1;
-    if (run_cmd (h->nbd[i], cmd, buf, count, offset, flags) == 0)
-      return 0;
-    if (nbd_get_errno () == ESHUTDOWN)
-      h->leaving[i] = true;     /* not run: the server is going away */
-    else if (!nbdc_lost (h->nbd[i]))
-      return -1;
-    nbdc_note_lost (h, i);
-  }
-  errno = EIO;
-  return 1;
+  while (sem_trywait (&t->done) == -1)
+    if (nbd_poll (c->nbd, -1) == -1 && nbdc_lost (c) &&
+        sem_trywait (&t->done) == -1)
+      return EIO;
+  return t->err;
 }
 
-/* One request on one connection.  An unsupported trim returns
- * EOPNOTSUPP silently; other errors are reported.  A lost server is
- * EIO to the caller, whatever libnbd said (a client of ours would turn
- * ENOTCONN or libnbd's EINVAL for a dead handle into EINVAL).
+/* Run one command on c and wait for its reply.  Returns 0, the errno
+ * of a failed reply, or -1 if libnbd refused to issue it (its error for
+ * this thread says why).
+ */
+static int
+run_cmd (struct nbd_conn *c, enum nbdb_cmd cmd, void *buf,
+         uint64_t count, uint64_t offset, uint32_t flags)
+{
+  struct transaction t = { .err = 0 };
+  nbd_completion_callback done = {
+    .callback = transaction_done, .user_data = &t,
+  };
+  int r;
+
+  sem_init (&t.done, 0, 0);
+  if (start_cmd (c->nbd, cmd, buf, count, offset, flags, done) == -1)
+    r = -1;                     /* not issued: no completion comes */
+  else if (c->running) {
+    nbdc_kick (c);
+    while (sem_wait (&t.done) == -1 && errno == EINTR)
+      ;
+    r = t.err;
+  }
+  else
+    r = drive_until_done (c, &t);
+  sem_destroy (&t.done);
+  return r;
+}
+
+/* Send on a connection, reconnecting first if it was lost, and once
+ * more on a new connection if it is lost during the request.  Returns
+ * 0; 1 (errno EIO) if no connection could be had; or -1 with the
+ * server's answer in *err and its text in *why.
+ */
+static int
+send_cmd (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
+          uint64_t count, uint64_t offset, uint32_t flags,
+          int *err, const char **why)
+{
+  unsigned i;
+  struct nbd_conn *c = take_connection (h, cmd, &i);
+  int r = 1;
+
+  for (int attempt = 0; attempt < 2 && r == 1; attempt++) {
+    int e;
+
+    if (nbdc_lost (c) && (c = nbdc_renew (h, i, c)) == NULL) {
+      errno = EIO;
+      return 1;
+    }
+    e = run_cmd (c, cmd, buf, count, offset, flags);
+    if (e == -1) {              /* refused before it was sent */
+      *err = last_errno ();
+      *why = last_error ();
+      e = *err;
+    }
+    else if (e != 0)
+      *why = strerror (e);
+    if (e == 0)
+      r = 0;
+    else if (e == ESHUTDOWN ||  /* not run: the server is going away */
+             e == ENOTCONN)     /* lost; libnbd may not say so yet */
+      atomic_store (&c->broken, true);
+    else if (!nbdc_lost (c)) {
+      *err = e;
+      r = -1;
+    }
+    if (r == 1)
+      nbdc_note_lost (h, i, c, e == ESHUTDOWN ? "the server is shutting down"
+                      : *why);
+    else if (r == 0 && (cmd == CMD_PWRITE || cmd == CMD_ZERO) &&
+             !(flags & LIBNBD_CMD_FLAG_FUA))
+      nbdc_write_done (h);
+  }
+  nbdc_put (h, c);
+  if (r == 1)
+    errno = EIO;
+  return r;
+}
+
+/* One request.  An unsupported trim returns EOPNOTSUPP silently; other
+ * errors are reported.  A lost server is EIO to the caller, whatever
+ * libnbd said (a client of ours would turn ENOTCONN or libnbd's EINVAL
+ * for a dead handle into EINVAL).
  */
 static int
 issue (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
        uint64_t count, uint64_t offset, uint32_t flags)
 {
-  unsigned i = take_connection (h);
-  int r = send_on (h, i, cmd, buf, count, offset, flags);
+  int err = 0;
+  const char *why = NULL;
+  int r = send_cmd (h, cmd, buf, count, offset, flags, &err, &why);
 
   if (r == -1) {
-    errno = last_errno ();
-    if (cmd == CMD_TRIM && trim_unsupported (h, errno))
-      errno = EOPNOTSUPP;
+    if (cmd == CMD_TRIM && trim_unsupported (h, err))
+      err = EOPNOTSUPP;
     else
       dc_error ("backend %s: %s: %s", h->b.identity.name,
-                cmd_names[cmd], last_error ());
+                cmd_names[cmd], why);
+    errno = err;
   }
   else if (r == 1)
     dc_debug ("backend %s: %s: no connection to the server",
               h->b.identity.name, cmd_names[cmd]);
-  else if ((cmd == CMD_PWRITE || cmd == CMD_ZERO) &&
-           !(flags & LIBNBD_CMD_FLAG_FUA))
-    nbdc_write_done (h);
-  give_back (h, i);
   return r == 0 ? 0 : -1;
 }
 
@@ -372,15 +465,28 @@ nbdb_close (struct backend *b)
   struct nbd_backend *h = (struct nbd_backend *) b;
   unsigned i;
 
-  for (i = 0; i < h->nr; ++i) {
-    if (nbd_shutdown (h->nbd[i], 0) == -1)
-      dc_debug ("backend %s: shutdown: %s", b->identity.name, last_error ());
-    nbd_close (h->nbd[i]);
-  }
-  pthread_cond_destroy (&h->freed);
+  for (i = 0; i < h->nr; ++i)
+    nbdc_close (h->conn[i], true);
+  pthread_mutex_destroy (&h->reconnecting);
   pthread_mutex_destroy (&h->lock);
   free (h->uri);
   free (h);
+}
+
+/* The readers, after any fork; connections made later get theirs at
+ * once (nbdc_renew).
+ */
+static int
+nbdb_start (struct backend *b)
+{
+  struct nbd_backend *h = (struct nbd_backend *) b;
+  ACQUIRE_LOCK_FOR_CURRENT_SCOPE (&h->reconnecting);
+
+  for (unsigned i = 0; i < h->nr; ++i)
+    if (!h->conn[i]->running && nbdc_start (h->conn[i]) == -1)
+      return -1;
+  h->started = true;
+  return 0;
 }
 
 static const struct backend_ops nbdb_ops = {
@@ -391,6 +497,7 @@ static const struct backend_ops nbdb_ops = {
   .discard = nbdb_discard,
   .flush = nbdb_flush,
   .extents = nbdb_extents,
+  .start = nbdb_start,
   .close = nbdb_close,
 };
 
@@ -407,7 +514,7 @@ block_size (struct nbd_handle *nbd, int which)
 static int
 nbdb_probe (struct nbd_backend *h, bool read_only)
 {
-  struct nbd_handle *nbd = h->nbd[0];
+  struct nbd_handle *nbd = h->conn[0]->nbd;
   struct backend_limits *l = &h->b.limits;
   int64_t size = nbd_get_size (nbd);
   int ro = nbd_is_read_only (nbd);
@@ -461,11 +568,11 @@ static void
 fill_pool (struct nbd_backend *h, const char *uri)
 {
   while (h->nr < NBDB_POOL_MAX) {
-    struct nbd_handle *nbd = nbdc_connect (uri, false);
+    struct nbd_conn *c = nbdc_connect (uri, false);
 
-    if (nbd == NULL)
+    if (c == NULL)
       return;
-    h->nbd[h->nr++] = nbd;
+    h->conn[h->nr++] = c;
   }
 }
 
@@ -479,7 +586,7 @@ backend_nbd_open (const char *uri, bool read_only)
     return NULL;
   }
   pthread_mutex_init (&h->lock, NULL);
-  pthread_cond_init (&h->freed, NULL);
+  pthread_mutex_init (&h->reconnecting, NULL);
   h->b.ops = &nbdb_ops;
   backend_set_identity (&h->b, "nbd", 0, 0, uri);
   h->uri = strdup (uri);
@@ -487,8 +594,8 @@ backend_nbd_open (const char *uri, bool read_only)
     dc_error ("backend=%s: %m", uri);
     goto err;
   }
-  h->nbd[0] = nbdc_connect (uri, true);
-  if (h->nbd[0] == NULL)
+  h->conn[0] = nbdc_connect (uri, true);
+  if (h->conn[0] == NULL)
     goto err;
   h->nr = 1;
   if (nbdb_probe (h, read_only) == -1)

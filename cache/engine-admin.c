@@ -33,6 +33,7 @@ engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
    */
   while (!e->forwarding_disabled && !breaker_holds (&e->breaker) &&
          engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
+    engine_join_clean_locked (e, &offset, &length);
     if (engine_forward_drops_lock (e, offset, length, time, false,
                                    true) == -1) {
       if (errno != EOPNOTSUPP && errno != ENOTSUP) {
@@ -91,7 +92,7 @@ engine_set (struct engine *e, const char *key, const char *value)
    * (a rare command; the flusher's wake-up depends on it).
    */
   if (r == 0 && strcmp (key, "minlen") == 0)
-    extmap_set_minlen (e->map, e->cfg.minlen);
+    extmap_set_minlen (e->map, engine_flusher_minlen_locked (e));
   pthread_cond_broadcast (&e->wakeup);
   engine_lock_release (e);
   return r;
@@ -143,6 +144,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->granularity = e->fwd_granularity;
   st->max_discard = e->chunk_limit;
   st->max_extents = e->cfg.max_extents;
+  st->small_len = e->small_len;
   st->clean_extents = clean_extents (&e->clean);
   st->clean_bytes = clean_bytes (&e->clean);
   st->clean_memory_bytes = clean_memory (&e->clean);

@@ -44,6 +44,7 @@ engine_config_init (struct engine_config *cfg)
     },
     .proof_ppm = ENGINE_DEFAULT_PROOF_PPM,
     .proof_bytes = 1024 * 1024,
+    .small_auto = true,
   };
 }
 
@@ -114,6 +115,30 @@ set_max_clean_extents (const char *key, const char *value, uint64_t *out)
     return -1;
   }
   return parse_scaled_count (key, value, out);
+}
+
+/* small=: auto (the cost model decides), off (0 too), or a size. */
+static int
+set_small (const char *key, const char *value, struct engine_config *cfg)
+{
+  uint64_t n;
+
+  if (strcmp (value, "auto") == 0 || strcmp (value, "off") == 0) {
+    cfg->small_auto = value[0] == 'a';
+    cfg->small = 0;
+    return 0;
+  }
+  if (!isdigit ((unsigned char) value[0])) {
+    dc_error ("%s=%s: invalid value: expected auto, off, or %s", key, value,
+              PARSE_SIZE_FORMS);
+    errno = EINVAL;
+    return -1;
+  }
+  if (parse_size (key, value, &n) == -1)
+    return -1;
+  cfg->small_auto = false;
+  cfg->small = n;
+  return 0;
 }
 
 static int
@@ -263,6 +288,8 @@ engine_config_set (struct engine_config *cfg, const char *key,
     return parse_duration_ms (key, value, &cfg->delay_ms);
   if (strcmp (key, "minlen") == 0)
     return parse_size (key, value, &cfg->minlen);
+  if (strcmp (key, "small") == 0)
+    return set_small (key, value, cfg);
   if (strcmp (key, "granularity") == 0)
     return parse_auto_size (key, value, "auto or a power of two such as "
                             "4096 or 64k", 1, UINT64_MAX, true,

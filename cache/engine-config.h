@@ -20,6 +20,8 @@ enum on_full_policy {
 struct engine_config {
   uint64_t delay_ms;           /* a trim waits this long before forwarding */
   uint64_t minlen;             /* shorter pending extents are not forwarded by the flusher */
+  bool small_auto;             /* small=auto: the threshold from the cost model */
+  uint64_t small;              /* small=SIZE: shorter extents held (small.h); 0: off */
   uint64_t granularity;        /* 0: the backend's discard granularity */
   uint64_t max_discard;        /* 0: the backend's maximum discard size */
   uint64_t idle_ms;            /* clients quiet this long before forwarding */

@@ -3,7 +3,8 @@
  * that implement it (engine.c: lifecycle and data path; engine-admin.c:
  * drain, pause, set, dump and statistics; forward.c: sending discards
  * and the in-flight list; flusher.c: the thread and control-socket
- * flushes; state-file.c: the state file).
+ * flushes; small.c: the small-extent policy, joins and the stop's
+ * leftovers; state-file.c: the state file).
  */
 #ifndef DISCARDCACHE_ENGINE_INTERNAL_H
 #define DISCARDCACHE_ENGINE_INTERNAL_H
@@ -79,6 +80,7 @@ struct engine {
    * proof-adapt has raised it.
    */
   uint64_t fwd_granularity GUARDED_BY (engine_lock);
+  uint64_t small_len GUARDED_BY (engine_lock); /* small=: held below this; 0 none */
   /* Counters only; the rest is derived. */
   struct engine_stats stats GUARDED_BY (engine_lock);
   uint64_t flush_requested GUARDED_BY (engine_lock); /* flush tickets issued */
@@ -318,6 +320,43 @@ extern uint64_t engine_pressure_turn_drops_lock (struct engine *e,
 /* The pressure part of the statistics. */
 extern void engine_pressure_stats_locked (struct engine *e,
                                           struct engine_stats *st)
+  REQUIRES (engine_lock);
+
+/* The small-extent policy (small.c, small.h).  The threshold small=
+ * gives now: its size, or for auto the cost model's (0: none).  Lock
+ * held; the map is not touched.
+ */
+extern uint64_t engine_small_len_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* Bring e->small_len and the map's forwardable column (minlen and
+ * small together) up to date: a walk of the map when either moved.
+ */
+extern void engine_small_apply_locked (struct engine *e)
+  REQUIRES (engine_lock);
+
+/* The shortest extent the flusher forwards: minlen and small=. */
+extern uint64_t engine_flusher_minlen_locked (const struct engine *e)
+  REQUIRES (engine_lock);
+
+/* An explicit flush picked [*offset, *offset+*length): join the pending
+ * extents that follow it across gaps the backend knows clean (discarded
+ * and not written since: discarding them again loses nothing), while
+ * the model says a gap costs less than the command it saves and the
+ * whole stays within one chunk.  The joined extents leave the map.
+ */
+extern void engine_join_clean_locked (struct engine *e, uint64_t *offset,
+                                      uint64_t *length)
+  REQUIRES (engine_lock);
+
+/* A stop without a saved state file: forward pending discards of at
+ * least the small= threshold, largest first, until the deadline (clock
+ * ms), then give up the rest, counted (dropped_small_bytes: held by
+ * small=; dropped_stop_bytes: past the deadline or unsendable) and
+ * logged.  Sub-granule fragments stay, as after a flush.
+ */
+extern void engine_stop_forward_drops_lock (struct engine *e,
+                                            uint64_t deadline)
   REQUIRES (engine_lock);
 
 /* The flusher thread's body. */

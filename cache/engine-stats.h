@@ -78,6 +78,18 @@ pace_mode_name (enum pace_mode m)
   X (U64, dropped_breaker_bytes, COUNTER, "dropped_bytes_total", "reason=\"breaker\"", 1,\
      "Pending bytes given up: at max-extents while the circuit "             \
      "breaker was open.")                                                    \
+  X (U64, dropped_small_bytes, COUNTER, "dropped_bytes_total", "reason=\"small\"", 1,\
+     "Pending bytes given up: held by small= at a stop without "             \
+     "state=.")                                                              \
+  X (U64, dropped_stop_bytes, COUNTER, "dropped_bytes_total", "reason=\"stop\"", 1,\
+     "Pending bytes given up: past the stop's bound (stop-timeout=).")       \
+  X (U64, small_len, GAUGE, "small_len_bytes", NULL, 1,                      \
+     "Pending extents shorter than this are held (small=); 0: none.")        \
+  X (U64, joins, COUNTER, "joins_total", NULL, 1,                            \
+     "Discard commands an explicit flush saved by joining extents "          \
+     "across known-clean gaps.")                                             \
+  X (U64, joined_clean_bytes, COUNTER, "joined_clean_bytes_total", NULL, 1,  \
+     "Known-clean bytes discarded again by those joins.")                    \
   X (U64, pending_extents, GAUGE, "pending_extents", NULL, 1,                \
      "Pending discard extents.")                                             \
   X (U64, pending_bytes, GAUGE, "pending_bytes", NULL, 1,                    \

@@ -147,6 +147,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   extmap_set_granularity (e->map, e->granularity);
   extmap_set_minlen (e->map, e->cfg.minlen);
   e->fwd_granularity = e->granularity;
+  engine_small_apply_locked (e);
   e->forwarding_disabled = !b->limits.can_discard;
   engine_protection_init_locked (e);
   e->epoch_ms = engine_now_ms (e);
@@ -191,6 +192,8 @@ engine_start (struct engine *e)
 {
   int err;
 
+  if (backend_start (e->backend) == -1)
+    return -1;
   err = pthread_create (&e->thread, NULL, engine_flusher_thread, e);
   if (err) {
     errno = err;
@@ -222,35 +225,6 @@ log_leftovers (struct engine *e)
   else
     dc_debug ("at stop, %" PRIu64 " sub-granule fragments (%" PRIu64
               " bytes) stay unsent", st.pending_extents, st.pending_bytes);
-}
-
-/* Forward everything pending before the deadline.  A discard that
- * fails with a transient error went back into the map; wait out the
- * backoff and send it again, as the flusher would have, rather than
- * give up on everything at the first error (invariant 2).
- */
-static void
-forward_all_drops_lock (struct engine *e, uint64_t deadline)
-  REQUIRES (engine_lock)
-{
-  uint64_t now, offset, length;
-  uint32_t time;
-
-  /* The stop is asked for, as a flush is: an open breaker probes now. */
-  engine_breaker_probe_now_locked (e);
-  while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
-    uint64_t wait_until = MAX (e->retry_at_ms, engine_breaker_wait_ms_locked (e));
-
-    if (now < wait_until) {
-      engine_sleep_drops_lock (e, MIN (wait_until, deadline) - now);
-      continue;
-    }
-    if (!engine_pick_max_locked (e, UINT32_MAX, 0,
-                                 engine_pick_limit_locked (e),
-                                 &offset, &length, &time))
-      break;
-    engine_send_or_probe_drops_lock (e, offset, length, time);
-  }
 }
 
 /* Runs once: a second call (engine_close after engine_stop) returns at
@@ -286,7 +260,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
   }
   if (!e->state_saved) {
     engine_lock_acquire (e);
-    forward_all_drops_lock (e, deadline);
+    engine_stop_forward_drops_lock (e, deadline);
     engine_lock_release (e);
   }
   engine_journal_stop (e, e->state_saved);

@@ -55,13 +55,16 @@ struct engine_stats {
 extern struct engine *engine_open (const struct engine_config *cfg,
                                    struct backend *b);
 
-/* Start the flusher thread (nbdkit: in after_fork, never before). */
+/* Start the backend's threads and the flusher thread (nbdkit: in
+ * after_fork, never before).
+ */
 extern int engine_start (struct engine *e);
 
 /* Stop the flusher, then save what is pending to the state file
- * (state=FILE) or, without one or if saving fails, forward it (bounded
- * by timeout_ms); what is left is logged.  Runs once: a second call
- * does nothing.
+ * (state=FILE) or, without one or if saving fails, forward it, largest
+ * first, for at most timeout_ms, leaving what small= holds; what is
+ * left is counted as dropped (dropped_small_bytes, dropped_stop_bytes)
+ * and logged.  Runs once: a second call does nothing.
  */
 extern void engine_stop (struct engine *e, uint64_t timeout_ms);
 
@@ -103,16 +106,18 @@ extern int engine_flush_data (struct engine *e);
 extern int engine_extents (struct engine *e, uint64_t offset, uint64_t length,
                            backend_extent_fn fn, void *opaque);
 
-/* Forward every pending discard now, ignoring delay, minlen, idle and
- * rate.  Afterwards only sub-granule fragments remain.  Stores the
+/* Forward every pending discard now, ignoring delay, minlen, small,
+ * idle and rate, joining extents across known-clean gaps where that
+ * saves commands.  Afterwards only sub-granule fragments remain.  Stores the
  * number of commands and bytes forwarded (either may be NULL).
  */
 extern int engine_drain (struct engine *e, uint64_t *commands,
                          uint64_t *bytes);
 
 /* A flush asked for from the control socket: the flusher forwards every
- * forwardable pending discard, ignoring delay, minlen, idle, rate and
- * pause, and the asker follows it without blocking anyone.
+ * forwardable pending discard, ignoring delay, minlen, small, idle,
+ * rate and pause (joining as engine_drain does), and the asker follows
+ * it without blocking anyone.
  */
 struct engine_flush {
   uint64_t ticket;

@@ -6,8 +6,9 @@
  * discards to client requests, clients busy or not, and near
  * max-extents it forwards regardless.  A flush asked for on the control
  * socket puts it in forced mode: everything forwardable goes, ignoring
- * delay, minlen, idle, rate, pause and backoff, and the askers are told
- * on e->flushed.
+ * delay, minlen, small, idle, rate, pause and backoff, joined across
+ * known-clean gaps where that saves commands (small.c), and the askers
+ * are told on e->flushed.
  *
  * Liveness (invariant 8, docs/design-notes.md).  Each turn either
  * forwards one range or returns the moment its answer can next change
@@ -19,7 +20,11 @@
  * extent can still come of age.  Extents that can never be forwarded
  * (shorter than minlen, or holding no whole granule) are not in the
  * map's forwardable column: they neither wake the flusher nor hide one
- * that comes of age later.  Only a wait with nothing to come without
+ * that comes of age later.  Extents under the small= threshold are held
+ * (small.h): not forwardable by policy until an explicit flush, so they
+ * are out of that column too; the threshold is brought up to date at
+ * the start of each turn, so one that fell releases them at once.
+ * Only a wait with nothing to come without
  * input is open-ended (ENGINE_FLUSHER_IDLE), and even that one is cut
  * at a second.
  *
@@ -189,6 +194,9 @@ forced_turn_drops_lock (struct engine *e)
   else if (engine_pick_max_locked (e, UINT32_MAX, 0,
                                    engine_pick_limit_locked (e),
                                    &offset, &length, &time)) {
+    /* A probe stays one small discard; otherwise join across clean gaps. */
+    if (!breaker_holds (&e->breaker))
+      engine_join_clean_locked (e, &offset, &length);
     if (engine_send_or_probe_drops_lock (e, offset, length, time) == 0)
       return;
     err = errno == ENOTSUP ? EOPNOTSUPP : errno;
@@ -240,7 +248,8 @@ paced_turn_drops_lock (struct engine *e, uint64_t now_ns)
   pace_meter_inputs (&e->pace, &in);
   pace_decide (&in, d);
   at = forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
-                                    e->cfg.minlen, d->max_len, false);
+                                    engine_flusher_minlen_locked (e),
+                                    d->max_len, false);
   if (at > now_ns)
     return at;
   /* What the next window measures adapts this mode's spacing, unless
@@ -289,6 +298,11 @@ engine_flusher_turn_drops_lock (struct engine *e)
   /* Measuring goes on without budget= too, for the statistics. */
   pace_meter_rotate (&e->pace, now_ns, e->cfg.budget_ms * 1000,
                      e->cfg.budget_ms ? e->pace_adapting : PACE_PROBE);
+  /* small=auto follows the model each discard refines, before the turn
+   * looks for work: a threshold that fell releases extents now, not at
+   * the next input (invariant 8).
+   */
+  engine_small_apply_locked (e);
   if (flush_wanted_locked (e)) {
     forced_turn_drops_lock (e);
     return now_ns;
@@ -317,7 +331,8 @@ engine_flusher_turn_drops_lock (struct engine *e)
   if (at > now_ns)
     return at;
   return forward_eligible_drops_lock (e, now_ns, e->cfg.delay_ms,
-                                      e->cfg.minlen, e->chunk_limit, true);
+                                      engine_flusher_minlen_locked (e),
+                                      e->chunk_limit, true);
 }
 
 uint64_t

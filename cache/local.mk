@@ -31,6 +31,8 @@ libengine_la_SOURCES = \
 	cache/policy.c \
 	cache/policy.h \
 	cache/pressure.c \
+	cache/small.c \
+	cache/small.h \
 	cache/state.c \
 	cache/state.h \
 	cache/state-file.c \

@@ -28,6 +28,7 @@ service_config_init (struct service_config *cfg)
 {
   memset (cfg, 0, sizeof *cfg);
   cfg->locking = true;
+  cfg->stop_timeout_ms = SERVICE_DEFAULT_STOP_TIMEOUT_MS;
   engine_config_init (&cfg->engine);
   volume_config_init (&cfg->volume);
 }
@@ -113,6 +114,13 @@ set_statsfile (struct service_config *cfg, const char *key, const char *value)
                      &cfg->statsfile);
 }
 
+static int
+set_stop_timeout (struct service_config *cfg, const char *key,
+                  const char *value)
+{
+  return parse_duration_ms (key, value, &cfg->stop_timeout_ms);
+}
+
 #define ALL SERVICE_FRONTEND_ALL
 #define SERVICE SERVICE_LAYER_SERVICE
 #define VOLUME SERVICE_LAYER_VOLUME
@@ -129,6 +137,11 @@ const struct service_key service_keys[] = {
   { "minlen", "SIZE", "0", NULL,
     "The flusher leaves shorter pending extents.",
     ENGINE, true, ALL, NULL },
+  { "small", "auto|off|SIZE", "auto", NULL,
+    "Hold shorter pending extents until they merge or an explicit flush "
+    "(a stop saves them to state= or leaves them, counted); auto: where "
+    "the measured per-command cost dominates, up to 64k.",
+    ENGINE, false, ALL, NULL },
   { "granularity", "auto|SIZE", "auto", NULL,
     "Alignment of forwarded discards, a power of two.",
     ENGINE, false, ALL, NULL },
@@ -221,6 +234,10 @@ const struct service_key service_keys[] = {
     "durable at each FLUSH, so that a crash keeps them; off: only a "
     "clean stop saves them.",
     ENGINE, false, ALL, NULL },
+  { "stop-timeout", "DURATION", "2s", NULL,
+    "Without state=, a stop forwards pending discards, largest first, "
+    "this long at most; what is left is counted as dropped.",
+    SERVICE, false, ALL, set_stop_timeout },
   { "thin", "BOOL", "off", NULL,
     "Thin mode: map logical slots to physical ones, reusing freed slots.",
     VOLUME, false, ALL, NULL },

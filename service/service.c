@@ -15,9 +15,6 @@
 #include "stats.h"
 #include "volume.h"
 
-/* How long a stop may spend forwarding what is still pending. */
-#define STOP_TIMEOUT_MS 30000
-
 struct service {
   struct service_config cfg;
   struct engine *engine;
@@ -124,7 +121,7 @@ service_stop (struct service *s)
   /* Never started (the front-end failed first): save to state= if set,
    * but spend no time forwarding.
    */
-  engine_stop (s->engine, s->started ? STOP_TIMEOUT_MS : 0);
+  engine_stop (s->engine, s->started ? s->cfg.stop_timeout_ms : 0);
   if (s->cfg.statsfile == NULL || !s->started)
     return 0;
   volume_get_stats (s->volume, &st);

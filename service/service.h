@@ -28,6 +28,11 @@
 #include "volume.h"
 
 /* Every key a front-end accepts, by layer. */
+/* stop-timeout='s default: a clean stop within a few seconds whatever
+ * is pending (issue 23: 3 s on a device taking 5 ms a discard).
+ */
+#define SERVICE_DEFAULT_STOP_TIMEOUT_MS 2000
+
 struct service_config {
   char *backend;               /* path or NBD URI (owned) */
   bool read_only;
@@ -35,6 +40,7 @@ struct service_config {
   char *ctl;                   /* control socket path (owned); NULL: default */
   bool ctl_disabled;           /* ctl=none */
   char *statsfile;             /* statistics as JSON at stop (owned) */
+  uint64_t stop_timeout_ms;    /* stop-timeout=: a stop forwards this long at most */
   struct engine_config engine;
   struct volume_config volume;
 };

@@ -16,6 +16,7 @@ include tests/crash.mk
 include tests/pacing.mk
 include tests/stats.mk
 include tests/protect.mk
+include tests/small.mk
 include tests/thin.mk
 include tests/fuzz.mk
 include tests/lint/local.mk

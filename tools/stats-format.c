@@ -61,6 +61,8 @@ print_dropped (const struct jf_object *st, FILE *fp)
     { STAT_dropped_nomem_bytes, "out of memory" },
     { STAT_dropped_error_bytes, "after errors" },
     { STAT_dropped_breaker_bytes, "at max-extents, breaker open" },
+    { STAT_dropped_small_bytes, "held by small= at the stop" },
+    { STAT_dropped_stop_bytes, "past stop-timeout=" },
   };
   char a[HUMAN_LEN];
 

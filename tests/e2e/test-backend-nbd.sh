@@ -3,7 +3,8 @@
 # discardcache: the nbd backend against nbdkit on Unix sockets: a
 # read-write memory disk (trims reach the server, with FUA), a read-only
 # server, a server without trim, zero, flush or multi-conn, and one with
-# block size limits and slow trims (chunking, the connection pool).
+# block size limits and slow trims (chunking, the connection pool); and
+# the plugin daemonised in front of the memory disk.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 set -e
 set -u
@@ -14,6 +15,7 @@ requires "$nbdkit" memory --version
 requires "$nbdkit" eval --version
 requires "$nbdkit" --filter=log --filter=nozero --filter=delay \
     --filter=blocksize-policy null --version
+requires /usr/bin/python3 -c 'import nbd'
 prog=${abs_top_builddir:-$PWD}/tests/unit/test-backend-nbd
 
 mktempdir
@@ -32,6 +34,21 @@ for trim in 'offset=0x100000 count=0x100000 fua=1' \
         exit 1
     fi
 done
+
+# Daemonised (no -f), nbdkit forks after get_ready, where the backend is
+# opened: its reader threads must start after the fork (backend_start),
+# or no request is ever answered.
+"$nbdkit" -P "$dir/daemon.pid" -U "$dir/daemon.sock" "$PLUGIN" \
+    backend="$(uri rw)" ctl=none || fail "the daemonised plugin did not start"
+wait_for_file "$dir/daemon.pid"
+cleanup_fn stop_pidfile "$dir/daemon.pid" "nbdkit (daemonised)"
+timeout 30 /usr/bin/python3 -c '
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+h.pwrite(b"\x5a" * 65536, 4096)
+assert h.pread(65536, 4096) == b"\x5a" * 65536
+h.flush()' "$(uri daemon)" || fail "no answer from the daemonised plugin (a backend thread started before the fork?)"
 
 start_nbdkit -P "$dir/ro.pid" -U "$dir/ro.sock" -r memory 64M
 "$prog" ro "$(uri ro)" || exit 1

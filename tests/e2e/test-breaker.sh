@@ -14,7 +14,7 @@
 #     `discardctl resume` closes it by hand.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/e2e/protect-lib.sh"
-source "$abs_top_srcdir/tests/verify-lib.sh"
+source "$abs_top_srcdir/tests/e2e/verify-lib.sh"
 requires "$NBDKIT" --filter=error --filter=delay memory 1M --version
 requires /usr/bin/python3 -c 'import nbd'
 

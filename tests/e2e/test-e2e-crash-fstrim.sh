@@ -15,7 +15,7 @@
 # CRASH_FSTRIM_KEYS="K=V ..." (added to the server's keys; journal=off
 # must fail this test).
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
-source "$abs_top_srcdir/tests/e2e-lib.sh"
+source "$abs_top_srcdir/tests/e2e/e2e-lib.sh"
 e2e_requires
 requires /usr/bin/python3 -c 'import nbd'
 requires jq --version
@@ -78,7 +78,7 @@ for fs in $CRASH_FS; do
     cleanup_fn umount_if_mounted "$dir/fs"
     # Let mkfs's whole-device TRIM go out and become known clean.
     "$DISCARDCTL" -s "$ctl" flush --wait >/dev/null || fail "discardctl flush failed"
-    /usr/bin/python3 "$abs_top_srcdir/tests/churn.py" run "$dir/fs" "$dir/manifest" \
+    /usr/bin/python3 "$abs_top_srcdir/tests/e2e/churn.py" run "$dir/fs" "$dir/manifest" \
         --seed 24 --rounds 40 --files 40 --max-kib 1024 >"$dir/churn.out" 2>&1 &
     churn=$!
     sleep 6

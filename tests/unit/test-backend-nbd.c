@@ -130,6 +130,26 @@ test_rw_extents (void **state)
   assert_int_equal (s.data, MiB);
 }
 
+/* Before backend_start (nbdkit's get_ready, before it forks) there is
+ * no reader thread: each request drives its connection itself.  Then
+ * the readers take over the same connections.
+ */
+static void
+test_rw_before_start (void **state)
+{
+  struct backend *b = backend_open (backend_spec, false);
+
+  assert_non_null (b);
+  write_pattern (b, 5 * MiB, MiB, false);
+  assert_pattern (b, 5 * MiB, MiB);
+  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_start (b), 0);
+  assert_pattern (b, 5 * MiB, MiB);
+  write_pattern (b, 7 * MiB, MiB, true);
+  assert_pattern (b, 7 * MiB, MiB);
+  backend_close (b);
+}
+
 static void
 test_rw_range_errors (void **state)
 {
@@ -237,7 +257,10 @@ slow_trim (void *arg)
   return (void *) (intptr_t) b->ops->discard (b, 0, 64 * 1024, false);
 }
 
-/* A 1 s trim must not hold up reads: they use another connection. */
+/* A 1 s trim must not hold up reads: they are in flight beside it (and
+ * on another connection, for a server that serves one connection's
+ * requests in order).
+ */
 static void
 test_sizes_concurrency (void **state)
 {
@@ -270,6 +293,7 @@ main (int argc, char *argv[])
     backend_unit_test (test_rw_limits),
     backend_unit_test (test_rw_io),
     backend_unit_test (test_rw_extents),
+    cmocka_unit_test (test_rw_before_start),
     backend_unit_test (test_rw_range_errors),
   };
   const struct CMUnitTest ro[] = {

@@ -21,6 +21,10 @@ backend_setup (void **state)
 
   if (b == NULL)
     return -1;
+  if (backend_start (b) == -1) {
+    backend_close (b);
+    return -1;
+  }
   *state = b;
   return 0;
 }

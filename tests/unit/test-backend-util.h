@@ -10,8 +10,8 @@
 
 #include "backend.h"
 
-/* What backend_setup opens (read-write) into *state for each test;
- * backend_teardown closes it.
+/* What backend_setup opens (read-write) and starts into *state for
+ * each test; backend_teardown closes it.
  */
 extern const char *backend_spec;
 extern int backend_setup (void **state);

@@ -2,8 +2,8 @@
 /* discardcache: the flusher's liveness (invariant 8), as a property
  * over a virtual clock.
  *
- * Each scenario draws keys at random (minlen, granularity, max-discard,
- * delay, idle, rate, budget, max-extents), then a stream of trims,
+ * Each scenario draws keys at random (minlen, small, granularity,
+ * max-discard, delay, idle, rate, budget, max-extents), then a stream of trims,
  * writes and zeroes at random moments, with a few transient discard
  * failures.  The flusher is stepped as its thread would run it
  * (engine_flusher_step): at the time its last turn asked for, or at
@@ -11,7 +11,9 @@
  * the input stops, it is stepped on until it says only input can make
  * more work.  The properties:
  *   - every extent that can be forwarded (holding a whole granule, at
- *     least minlen long) is forwarded within delay + idle (at least
+ *     least minlen long, and not held by small=: at least the threshold
+ *     in force, small=SIZE's or the one small=auto took from the cost
+ *     model, small_len in the statistics) is forwarded within delay + idle (at least
  *     20 ms with budget=) + one pacing step of the last input, plus one
  *     rate= slot per command and the backoffs of the failures injected;
  *   - what stays pending cannot be forwarded;
@@ -52,6 +54,7 @@
 
 static uint64_t rng;
 static uint64_t clock_ns;
+static unsigned auto_holding;       /* scenarios where small=auto held */
 
 static uint64_t
 virtual_clock (void *opaque)
@@ -73,6 +76,7 @@ struct scenario {
   uint32_t backend_granularity;
   uint64_t granularity;             /* in force */
   uint64_t minlen, delay_ms, idle_ms, rate, budget_ms, max_extents;
+  const char *small;                /* small=: auto, off or a size */
   uint64_t max_discard;
   uint64_t discard_ns;              /* what each discard costs */
   unsigned ops;
@@ -118,22 +122,28 @@ open_scenario (struct scenario *sc, struct mem_backend **memp)
   sc->rate = below (3) == 0 ? 1 + below (200) : 0;
   sc->budget_ms = below (2) ? 1 + below (20) : 0;
   sc->max_extents = below (4) == 0 ? 16 + below (64) : 1024 * 1024;
+  {
+    static const char *const smalls[] = { "auto", "off", "32k", "100000" };
+
+    sc->small = smalls[below (4)];
+  }
   sc->discard_ns = below (2) ? 0 : below (2) ? below (MS (1)) : below (MS (30));
   sc->ops = 20 + below (400);
   snprintf (sc->desc, sizeof sc->desc,
             "seed %" PRIu64 ": granularity=%" PRIu64 " (backend %" PRIu32
-            ") max-discard=%" PRIu64 " minlen=%" PRIu64 " delay=%" PRIu64
+            ") max-discard=%" PRIu64 " minlen=%" PRIu64 " small=%s delay=%" PRIu64
             "ms idle=%" PRIu64 "ms rate=%" PRIu64 " budget=%" PRIu64
             "ms max-extents=%" PRIu64 ", discards of %" PRIu64 " us, "
             "%u operations",
             sc->seed, sc->granularity, sc->backend_granularity,
-            sc->max_discard, sc->minlen, sc->delay_ms, sc->idle_ms, sc->rate,
+            sc->max_discard, sc->minlen, sc->small, sc->delay_ms, sc->idle_ms, sc->rate,
             sc->budget_ms, sc->max_extents, sc->discard_ns / 1000, sc->ops);
 
   engine_config_init (&cfg);
   set_key (&cfg, "granularity", sc->granularity, false);
   set_key (&cfg, "max-discard", sc->max_discard, false);
   set_key (&cfg, "minlen", sc->minlen, false);
+  assert_int_equal (engine_config_set (&cfg, "small", sc->small), 0);
   set_key (&cfg, "delay", sc->delay_ms, true);
   set_key (&cfg, "idle", sc->idle_ms, true);
   set_key (&cfg, "rate", sc->rate, false);
@@ -211,11 +221,12 @@ pick_range (const struct scenario *sc, uint64_t *offset, uint64_t *length)
 }
 
 static bool
-forwardable (const struct scenario *sc, const struct extent *x)
+forwardable (const struct scenario *sc, const struct extent *x,
+             uint64_t small_len)
 {
   uint64_t g = sc->granularity;
 
-  return x->length >= sc->minlen &&
+  return x->length >= sc->minlen && x->length >= small_len &&
     round_down (x->offset + x->length, g) > round_up (x->offset, g);
 }
 
@@ -232,6 +243,7 @@ run_scenario (uint64_t seed)
   uint64_t from = 0;
   uint32_t now_ticks;
   size_t n;
+  struct engine_stats st;
 
   rng = seed;
   e = open_scenario (&sc, &mem);
@@ -290,9 +302,16 @@ run_scenario (uint64_t seed)
               "anything", sc.desc);
   if (wake != ENGINE_FLUSHER_IDLE)
     fail_msg ("%s: the flusher never settled", sc.desc);
+  engine_get_stats (e, &st);
+  if (strcmp (sc.small, "off") != 0 && strcmp (sc.small, "auto") != 0 &&
+      st.small_len != strtoull (sc.small, NULL, 10) * (sc.small[2] == 'k' ? KiB : 1))
+    fail_msg ("%s: small_len %" PRIu64 " is not the key's", sc.desc,
+              st.small_len);
+  if (strcmp (sc.small, "auto") == 0 && st.small_len > 0)
+    auto_holding++;
   while ((n = engine_dump_batch (e, from, x, 64, &now_ticks)) > 0) {
     for (size_t i = 0; i < n; i++)
-      if (forwardable (&sc, &x[i]))
+      if (forwardable (&sc, &x[i], st.small_len))
         fail_msg ("%s: [%" PRIu64 ", +%" PRIu64 ") queued at %" PRIu32
                   " can be forwarded and is still pending (now %" PRIu32 ")",
                   sc.desc, x[i].offset, x[i].length, x[i].time, now_ticks);
@@ -323,7 +342,8 @@ test_liveness (void **state)
   }
   for (unsigned i = 1; i <= scenarios; i++)
     run_scenario (i);
-  print_message ("%u scenarios\n", scenarios);
+  print_message ("%u scenarios, small=auto held extents in %u\n",
+                 scenarios, auto_holding);
 }
 
 int
