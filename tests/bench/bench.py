@@ -835,7 +835,8 @@ def thin_churn_floor_note(t, case, out):
         "(%s identity mode's commands). A device that keeps every file whole, in "
         "that order, receives at least that many discards at the end, and no "
         "placement chosen before the deletion does better on average: thin mode "
-        "could go below it only by moving live data.\n"
+        "could go below it only by moving live data, or by not discarding those "
+        "runs at all, which its reuse reserve (`reserve=`) does.\n"
         % (fmt(floor[0], 0), fmt_rel((floor[1], None, None), 2)))
 
 
