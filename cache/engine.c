@@ -45,7 +45,9 @@ engine_ticks_locked (struct engine *e)
 }
 
 /* The user's granularity may coarsen the backend's, never refine it:
- * a discard smaller than the device's granule is not a discard.
+ * a discard smaller than the device's granule is not a discard.  auto is
+ * the unit the store frees whole when it names one (an RBD object),
+ * which granularity= may refine down to the device's granule.
  */
 static int
 resolve_limits (struct engine *e)
@@ -55,7 +57,8 @@ resolve_limits (struct engine *e)
   uint64_t max_discard = lim->max_discard;
 
   e->granularity = cfg->granularity ? cfg->granularity
-                                      : lim->discard_granularity;
+                                      : MAX (lim->discard_granularity,
+                                             lim->discard_preferred);
   if (e->granularity < lim->discard_granularity) {
     dc_error ("granularity=%" PRIu64 ": must be at least the backend's "
               "discard granularity, %" PRIu32 " bytes (or auto)",
@@ -897,6 +900,11 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   st->max_clean_extents = e->clean.max_extents;
   engine_pace_stats_locked (e, st);
   engine_lock_release (e);
+  /* Outside the lock: it may cost a walk of the store's metadata (at
+   * most once per the backend's interval), never a request's wait.
+   */
+  if (backend_allocated (e->backend, &st->backend_allocated_bytes) == -1)
+    st->backend_allocated_bytes = 0;
 }
 
 void

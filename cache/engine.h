@@ -73,6 +73,8 @@ struct engine_stats {
   uint64_t max_discard;
   uint64_t max_extents;
   uint64_t memory_bytes;            /* held by the extent map */
+  uint64_t backend_allocated_bytes; /* space the store holds (backend_allocated),
+                                       0 when it cannot tell */
   /* Measured cost of forwarding, and the pacing (budget=). */
   uint64_t discard_p50_us_64k;      /* discard latency by size class: */
   uint64_t discard_p99_us_64k;      /*   up to 64 KiB, */

@@ -92,7 +92,12 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
 struct service *
 service_open (const struct service_config *cfg)
 {
-  struct backend *b = backend_open (cfg->backend, cfg->read_only);
+  struct backend_options o = {
+    .read_only = cfg->read_only, .rbd_conf = cfg->rbd_conf,
+    .rbd_id = cfg->rbd_id, .rbd_keyring = cfg->rbd_keyring,
+    .rbd_timeout_ms = cfg->rbd_timeout_ms,
+  };
+  struct backend *b = backend_open_with (cfg->backend, &o);
 
   return b ? service_open_backend (cfg, b) : NULL;
 }

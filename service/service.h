@@ -35,6 +35,10 @@ struct service_config {
   char *ctl;                   /* control socket path (owned); NULL: default */
   bool ctl_disabled;           /* ctl=none */
   char *statsfile;             /* statistics as JSON at stop (owned) */
+  char *rbd_conf;              /* an rbd: backend's cluster (owned) ... */
+  char *rbd_id;
+  char *rbd_keyring;
+  uint64_t rbd_timeout_ms;     /* ... and the bound on reaching it */
   struct engine_config engine;
   struct volume_config volume;
 };

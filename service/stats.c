@@ -22,7 +22,7 @@
   X (pending_extents) X (pending_bytes) X (subgranule_bytes)\
   X (inflight) X (inflight_bytes) X (write_waits)           \
   X (forward_errors) X (granularity) X (max_discard)        \
-  X (max_extents) X (memory_bytes)                         \
+  X (max_extents) X (memory_bytes) X (backend_allocated_bytes) \
   X (state_loaded_extents) X (state_loaded_bytes)           \
   X (already_clean_bytes) X (clean_extents) X (clean_bytes) \
   X (clean_memory_bytes) X (clean_forgotten_bytes)          \

@@ -182,6 +182,9 @@ stats_print_table (const struct jf_object *st, FILE *fp)
   fprintf (fp, ROW "%s, max discard %s\n", "granularity:",
            human_size (get (st, "granularity"), a),
            human_size (get (st, "max_discard"), b));
+  if (get (st, "backend_allocated_bytes"))
+    fprintf (fp, ROW "%s\n", "backend holds:",
+             human_size (get (st, "backend_allocated_bytes"), a));
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, "memory_bytes"), a), get (st, "max_extents"));
   print_clean (st, fp);
@@ -230,6 +233,7 @@ static const struct metric {
   { "granularity", "granularity_bytes", NULL, "gauge", 1, "Discard granularity in bytes." },
   { "max_discard", "max_discard_bytes", NULL, "gauge", 1, "Largest discard sent, in bytes." },
   { "max_extents", "max_extents", NULL, "gauge", 1, "Bound on pending extents." },
+  { "backend_allocated_bytes", "backend_allocated_bytes", NULL, "gauge", 1, "Space the backend holds for the data (file blocks, RBD objects as rbd du counts them), refreshed at most every few seconds; 0 when the backend cannot tell." },
   { "memory_bytes", "memory_bytes", NULL, "gauge", 1, "Memory held by the extent map." },
   { "state_loaded_extents", "state_loaded_extents", NULL, "gauge", 1, "Pending extents loaded from the state file at start." },
   { "state_loaded_bytes", "state_loaded_bytes", NULL, "gauge", 1, "Bytes in the pending extents loaded from the state file at start." },
