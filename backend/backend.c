@@ -161,6 +161,18 @@ backend_lock (struct backend *b)
 }
 
 int
+backend_before_fork (struct backend *b)
+{
+  return b->ops->before_fork ? b->ops->before_fork (b) : 0;
+}
+
+int
+backend_after_fork (struct backend *b)
+{
+  return b->ops->after_fork ? b->ops->after_fork (b) : 0;
+}
+
+int
 backend_allocated (struct backend *b, uint64_t *bytes)
 {
   if (b->ops->allocated == NULL) {

@@ -79,6 +79,11 @@ struct backend_ops {
   int (*lock) (struct backend *b);
   /* Optional: the bytes the store holds for the data (backend_allocated). */
   int (*allocated) (struct backend *b, uint64_t *bytes);
+  /* Optional: let go of what a fork would break, and take it again
+   * (backend_before_fork, backend_after_fork).
+   */
+  int (*before_fork) (struct backend *b);
+  int (*after_fork) (struct backend *b);
   void (*close) (struct backend *b);
 };
 
@@ -123,6 +128,17 @@ extern struct backend *backend_open (const char *spec, bool read_only);
  * naming its pid when /proc shows it).
  */
 extern int backend_lock (struct backend *b);
+
+/* A store whose connection cannot cross a fork (librados runs threads,
+ * which a fork leaves behind in the parent) is checked, opened and
+ * locked by backend_open and backend_lock in the parent, so that every
+ * error is reported before the front-end forks; backend_before_fork
+ * then closes it (lock released), and backend_after_fork, in the
+ * process that serves, opens and locks it again.  No-ops for the other
+ * stores.  0, or -1 with errno set (reported).
+ */
+extern int backend_before_fork (struct backend *b);
+extern int backend_after_fork (struct backend *b);
 
 /* The bytes the store holds for the data (st_blocks of a file, the
  * objects of an RBD image as `rbd du` counts them), at a bounded cost:

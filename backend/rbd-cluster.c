@@ -231,6 +231,43 @@ rbd_connect (struct rbd_backend *h, const struct backend_options *o)
   return open_pool (h) == -1 ? -1 : open_image (h, o->read_only);
 }
 
+int
+rbd_before_fork (struct backend *b)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+
+  h->relock = h->locked;
+  h->locked = false;
+  rbd_disconnect (h);
+  dc_debug ("backend %s: disconnected until the fork is done",
+            b->identity.name);
+  return 0;
+}
+
+int
+rbd_after_fork (struct backend *b)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+  uint64_t size;
+  int r;
+
+  if (h->image)
+    return 0;
+  if (rbd_connect (h, &h->opts) == -1)
+    return -1;
+  r = rbd_get_size (h->image, &size);
+  if (r < 0)
+    return rbd_fail (h, "size", r);
+  if (size != b->size) {
+    dc_error ("backend=%s: the image was resized from %" PRIu64 " to %"
+              PRIu64 " bytes while the server started", b->identity.name,
+              b->size, size);
+    errno = EIO;
+    return -1;
+  }
+  return h->relock ? rbd_lock (b) : 0;
+}
+
 void
 rbd_disconnect (struct rbd_backend *h)
 {
@@ -387,6 +424,10 @@ rbd_allocated (struct backend *b, uint64_t *bytes)
   struct rbd_backend *h = (struct rbd_backend *) b;
   uint64_t at = atomic_load (&h->allocated_at_ms), now = now_ms (), v;
 
+  if (h->image == NULL) {       /* between the fork hooks */
+    errno = ENOTSUP;
+    return -1;
+  }
   if ((at && now - at < RBD_ALLOCATED_INTERVAL_MS) ||
       atomic_flag_test_and_set (&h->allocated_busy)) {
     *bytes = atomic_load (&h->allocated_bytes);

@@ -49,9 +49,11 @@ struct rbd_backend {
   rados_ioctx_t ioctx;
   rbd_image_t image;
   struct rbd_spec spec;
+  struct backend_options opts;  /* copied, to connect again after a fork */
   uint64_t object_size;
   uint64_t features;            /* RBD_FEATURE_* */
-  bool locked;                  /* we hold the exclusive lock */
+  bool locked;                  /* we hold the exclusive lock ... */
+  bool relock;                  /* ... or held it before the fork */
   /* backend_allocated's cache: one caller computes, the others (and
    * callers within the interval) answer the last figure.
    */
@@ -77,6 +79,12 @@ extern void rbd_disconnect (struct rbd_backend *h) __attribute__ ((nonnull (1)))
  * live client holds it rather than asking it to hand the lock over.
  */
 extern int rbd_lock (struct backend *b) __attribute__ ((nonnull (1)));
+
+/* backend_before_fork and backend_after_fork: disconnect, then connect,
+ * check that the image is the same size, and lock it again if it was.
+ */
+extern int rbd_before_fork (struct backend *b) __attribute__ ((nonnull (1)));
+extern int rbd_after_fork (struct backend *b) __attribute__ ((nonnull (1)));
 
 /* backend_allocated: what `rbd du` reports as used, cached. */
 extern int rbd_allocated (struct backend *b, uint64_t *bytes)

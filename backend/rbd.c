@@ -26,6 +26,7 @@
 #include "internal.h"
 #include "log.h"
 #include "rbd-internal.h"
+#include "strdup-null.h"
 
 /* The smallest discard worth sending: librbd takes any byte range, but
  * below a file system block it can free nothing.
@@ -47,8 +48,17 @@ submit (struct rbd_backend *h, enum rbdb_op op, void *buf, uint64_t count,
         uint64_t offset, int zero_flags)
 {
   rbd_completion_t c;
-  ssize_t r = rbd_aio_create_completion (NULL, NULL, &c);
+  ssize_t r;
 
+  /* Closed by backend_before_fork and not reopened: no write since the
+   * close (which flushed), so a flush has nothing to do.
+   */
+  if (h->image == NULL) {
+    if (op == OP_FLUSH)
+      return 0;
+    return rbd_fail (h, op_names[op], -ENOTCONN);
+  }
+  r = rbd_aio_create_completion (NULL, NULL, &c);
   if (r < 0)
     return rbd_fail (h, op_names[op], r);
   switch (op) {
@@ -138,6 +148,9 @@ rbdb_close (struct backend *b)
 
   rbd_disconnect (h);
   rbd_spec_free (&h->spec);
+  free ((char *) h->opts.rbd_conf);
+  free ((char *) h->opts.rbd_id);
+  free ((char *) h->opts.rbd_keyring);
   free (h);
 }
 
@@ -150,6 +163,8 @@ static const struct backend_ops rbdb_ops = {
   .flush = rbdb_flush,
   .lock = rbd_lock,
   .allocated = rbd_allocated,
+  .before_fork = rbd_before_fork,
+  .after_fork = rbd_after_fork,
   .close = rbdb_close,
 };
 
@@ -215,7 +230,17 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
     free (h);
     return NULL;
   }
-  if (rbd_connect (h, o) == -1 ||
+  h->opts = *o;
+  h->opts.rbd_conf = h->opts.rbd_id = h->opts.rbd_keyring = NULL;
+  if (strdup_null (o->rbd_conf, (char **) &h->opts.rbd_conf) == -1 ||
+      strdup_null (o->rbd_id, (char **) &h->opts.rbd_id) == -1 ||
+      strdup_null (o->rbd_keyring, (char **) &h->opts.rbd_keyring) == -1) {
+    dc_error ("backend=%s: out of memory", spec);
+    rbdb_close (&h->b);
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (rbd_connect (h, &h->opts) == -1 ||
       probe (h, o->read_only || h->spec.snap != NULL) == -1) {
     int err = errno;
 

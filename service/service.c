@@ -23,6 +23,7 @@ struct service {
   struct engine *engine;
   struct volume *volume;
   struct ctl_server *ctl;           /* NULL: none */
+  struct backend *backend;          /* the engine's, for the fork hooks */
   bool started;
   bool stopped;
 };
@@ -71,6 +72,12 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
   s->volume = volume_open (s->engine, &s->cfg.volume);
   if (s->volume == NULL)
     goto err;
+  /* Last: everything is checked; service_start takes it up again. */
+  s->backend = b;
+  if (backend_before_fork (b) == -1) {
+    service_close (s);
+    return NULL;
+  }
   return s;
 
  err:
@@ -108,6 +115,8 @@ service_open (const struct service_config *cfg)
 int
 service_start (struct service *s)
 {
+  if (backend_after_fork (s->backend) == -1)
+    return -1;
   if (s->ctl && ctl_start (s->ctl, s->engine, s->volume) == -1)
     return -1;
   if (engine_start (s->engine) == -1)
