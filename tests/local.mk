@@ -13,6 +13,7 @@ include tests/packaging.mk
 include tests/service.mk
 include tests/state.mk
 include tests/pacing.mk
+include tests/ceph.mk
 include tests/fuzz.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk
