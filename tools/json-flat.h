@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The statistics object is the largest: about 70 members with thin mode
- * and pacing; room to grow.
+/* The statistics object is the largest: about 140 members with thin
+ * mode, pacing, protection and the journal; room to grow.
  */
-#define JF_MAX_MEMBERS 128
+#define JF_MAX_MEMBERS 256
 
 enum jf_type { JF_NUMBER, JF_STRING, JF_TRUE, JF_FALSE, JF_NULL };
 
