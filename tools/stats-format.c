@@ -13,6 +13,10 @@
 #include "stats-format.h"
 #include "stats-table.h"
 
+/* A reply holds every statistic and a few members of its own. */
+_Static_assert (STATS_NKEYS + 16 <= JF_MAX_MEMBERS,
+                "JF_MAX_MEMBERS cannot hold the statistics");
+
 /* Statistics are named by their STAT_ key (stats-table.h), so that a
  * misspelt one does not compile.  A counter the server did not send (an
  * older server) reads as 0.
