@@ -20,7 +20,8 @@
 
 #define ACCEPTED_FORMS \
   "backend=PATH of a regular file or block device, " \
-  "or an NBD URI such as nbd+unix:///?socket=/path"
+  "an NBD URI such as nbd+unix:///?socket=/path, " \
+  "or rbd:POOL/IMAGE"
 
 /* The URI schemes libnbd's nbd_connect_uri understands.  A file whose
  * name starts with one of them is reached as ./nbd:...
@@ -38,6 +39,12 @@ backend_spec_is_uri (const char *spec)
     if (strncmp (spec, uri_schemes[i], strlen (uri_schemes[i])) == 0)
       return true;
   return false;
+}
+
+bool
+backend_spec_is_rbd (const char *spec)
+{
+  return strncmp (spec, "rbd:", 4) == 0;
 }
 
 /* Report a path that is neither a regular file nor a block device. */
@@ -111,8 +118,21 @@ open_path (const char *path, bool read_only)
   return wrong_type (path, st.st_mode);
 }
 
+#ifndef HAVE_RBD
 struct backend *
-backend_open (const char *spec, bool read_only)
+backend_rbd_open (const char *spec, const struct backend_options *o)
+{
+  (void) o;
+  errno = ENOTSUP;
+  dc_error ("backend=%s: this build has no RBD backend (librbd was not "
+            "found when it was configured: install librbd-dev and "
+            "librados-dev, then configure --with-rbd)", spec);
+  return NULL;
+}
+#endif
+
+struct backend *
+backend_open_with (const char *spec, const struct backend_options *o)
 {
   if (spec == NULL || *spec == '\0') {
     errno = EINVAL;
@@ -120,8 +140,18 @@ backend_open (const char *spec, bool read_only)
     return NULL;
   }
   if (backend_spec_is_uri (spec))
-    return backend_nbd_open (spec, read_only);
-  return open_path (spec, read_only);
+    return backend_nbd_open (spec, o->read_only);
+  if (backend_spec_is_rbd (spec))
+    return backend_rbd_open (spec, o);
+  return open_path (spec, o->read_only);
+}
+
+struct backend *
+backend_open (const char *spec, bool read_only)
+{
+  struct backend_options o = { .read_only = read_only };
+
+  return backend_open_with (spec, &o);
 }
 
 int
@@ -156,6 +186,28 @@ int
 backend_start (struct backend *b)
 {
   return b->ops->start ? b->ops->start (b) : 0;
+}
+
+int
+backend_before_fork (struct backend *b)
+{
+  return b->ops->before_fork ? b->ops->before_fork (b) : 0;
+}
+
+int
+backend_after_fork (struct backend *b)
+{
+  return b->ops->after_fork ? b->ops->after_fork (b) : 0;
+}
+
+int
+backend_allocated (struct backend *b, uint64_t *bytes)
+{
+  if (b->ops->allocated == NULL) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  return b->ops->allocated (b, bytes);
 }
 
 void

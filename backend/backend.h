@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the backend interface, one small vtable with an
  * implementation per kind of store: a regular file (file.c), a block
- * device (blkdev.c) and an NBD server reached through libnbd (nbd.c).
+ * device (blkdev.c), an NBD server reached through libnbd (nbd.c) and a
+ * Ceph RBD image reached through librbd (rbd.c).
  *
  * Every operation may be called from several threads at once.  Each
  * returns 0 on success or -1 with errno set, having reported the error
@@ -30,6 +31,11 @@ struct backend_limits {
                               hole punch) */
   bool can_multi_conn;     /* a flush covers writes made by any caller */
   uint32_t discard_granularity; /* bytes, a power of two, >= 1 */
+  /* The granularity=auto default when larger than discard_granularity
+   * (0: none): the unit the store frees whole, an RBD object, where
+   * smaller discards are accepted but free less or nothing.
+   */
+  uint32_t discard_preferred;
   uint64_t max_discard;    /* largest single discard in bytes (> 0) */
   uint32_t min_block;      /* block size constraints; 0 = none known */
   uint32_t pref_block;
@@ -38,8 +44,8 @@ struct backend_limits {
 
 /* Who the store is, so saved state is never applied to another one. */
 struct backend_identity {
-  char kind[8];            /* "file", "blkdev", "nbd" */
-  dev_t dev;               /* st_dev (file) or st_rdev (blkdev); 0 for nbd */
+  char kind[8];            /* "file", "blkdev", "nbd", "rbd" */
+  dev_t dev;               /* st_dev (file) or st_rdev (blkdev); 0 otherwise */
   ino_t ino;               /* st_ino for a file; 0 otherwise */
   char name[256];          /* canonical path or the URI */
 };
@@ -94,6 +100,13 @@ struct backend_ops {
   int (*lock) (struct backend *b);
   /* Optional: start the backend's own threads (backend_start). */
   int (*start) (struct backend *b);
+  /* Optional: the bytes the store holds for the data (backend_allocated). */
+  int (*allocated) (struct backend *b, uint64_t *bytes);
+  /* Optional: let go of what a fork would break, and take it again
+   * (backend_before_fork, backend_after_fork).
+   */
+  int (*before_fork) (struct backend *b);
+  int (*after_fork) (struct backend *b);
   void (*close) (struct backend *b);
 };
 
@@ -105,11 +118,28 @@ struct backend {
   struct backend_identity identity;
 };
 
-/* Open spec: a libnbd URI (nbd:, nbds:, nbd+unix:, nbds+unix:,
- * nbd+vsock:) goes to the nbd backend; otherwise a path, which is a block
- * device (S_ISBLK) or a regular file.  Returns NULL with errno set and
- * the reason reported (naming "backend" and the accepted forms).
+/* How to open a store, beyond its spec.  The rbd_* settings are the
+ * RBD backend's (NULL or 0: the defaults rbd(8) has, and a 30 s bound).
  */
+struct backend_options {
+  bool read_only;
+  const char *rbd_conf;    /* Ceph configuration file (rbd-conf=) */
+  const char *rbd_id;      /* client id, client.ID (rbd-id=) */
+  const char *rbd_keyring; /* keyring file (rbd-keyring=) */
+  uint64_t rbd_timeout_ms; /* bound on cluster operations (rbd-timeout=) */
+};
+
+/* Open spec: a libnbd URI (nbd:, nbds:, nbd+unix:, nbds+unix:,
+ * nbd+vsock:) goes to the nbd backend, rbd:POOL/[NAMESPACE/]IMAGE[@SNAP]
+ * to the rbd backend; otherwise a path, which is a block device
+ * (S_ISBLK) or a regular file.  Returns NULL with errno set and the
+ * reason reported (naming the key and the accepted forms).
+ */
+extern struct backend *backend_open_with (const char *spec,
+                                          const struct backend_options *o)
+  __attribute__ ((nonnull (2)));
+
+/* backend_open_with and default options but read_only. */
 extern struct backend *backend_open (const char *spec, bool read_only);
 
 /* Keep other servers off the store for as long as it is open: an
@@ -137,11 +167,34 @@ extern int backend_allocated_bytes (struct backend *b, uint64_t offset,
  */
 extern int backend_start (struct backend *b);
 
+/* A store whose connection cannot cross a fork (librados runs threads,
+ * which a fork leaves behind in the parent) is checked, opened and
+ * locked by backend_open and backend_lock in the parent, so that every
+ * error is reported before the front-end forks; backend_before_fork
+ * then closes it (lock released), and backend_after_fork, in the
+ * process that serves, opens and locks it again.  No-ops for the other
+ * stores.  0, or -1 with errno set (reported).
+ */
+extern int backend_before_fork (struct backend *b);
+extern int backend_after_fork (struct backend *b);
+
+/* The bytes the store holds for the data (st_blocks of a file, the
+ * objects of an RBD image as `rbd du` counts them), at a bounded cost:
+ * a backend whose answer costs O(size) recomputes it at most every few
+ * seconds and otherwise answers what it found last.  Not for the data
+ * path.  0, or -1 with errno ENOTSUP (silently) when the store cannot
+ * tell, or another errno (reported).
+ */
+extern int backend_allocated (struct backend *b, uint64_t *bytes);
+
 /* Close the backend (NULL is allowed). */
 extern void backend_close (struct backend *b);
 
 /* Whether spec looks like an NBD URI rather than a path. */
 extern bool backend_spec_is_uri (const char *spec);
+
+/* Whether spec names an RBD image (starts with rbd:). */
+extern bool backend_spec_is_rbd (const char *spec);
 
 /* Implementations, called by backend_open. */
 extern struct backend *backend_file_open (const char *path, int fd,
@@ -149,5 +202,7 @@ extern struct backend *backend_file_open (const char *path, int fd,
 extern struct backend *backend_blkdev_open (const char *path, int fd,
                                             bool read_only);
 extern struct backend *backend_nbd_open (const char *uri, bool read_only);
+extern struct backend *backend_rbd_open (const char *spec,
+                                         const struct backend_options *o);
 
 #endif /* DISCARDCACHE_BACKEND_H */

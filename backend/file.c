@@ -215,6 +215,21 @@ file_free_space (struct backend *b, uint64_t *free, uint64_t *total)
   return 0;
 }
 
+/* The blocks the file system gave the file: one fstat, no I/O. */
+static int
+file_allocated (struct backend *b, uint64_t *bytes)
+{
+  struct fd_backend *h = (struct fd_backend *) b;
+  struct stat st;
+
+  if (fstat (h->fd, &st) == -1) {
+    dc_error ("backend %s: fstat: %m", b->identity.name);
+    return -1;
+  }
+  *bytes = (uint64_t) st.st_blocks * 512;
+  return 0;
+}
+
 static const struct backend_ops file_ops = {
   .kind = "file",
   .pread = fd_backend_pread,
@@ -225,6 +240,7 @@ static const struct backend_ops file_ops = {
   .extents = file_extents,
   .free_space = file_free_space,
   .lock = file_lock,
+  .allocated = file_allocated,
   .close = fd_backend_close,
 };
 

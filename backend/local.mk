@@ -16,4 +16,12 @@ libbackend_la_SOURCES = \
 	backend/nbd-conn.c \
 	backend/nbd-internal.h
 libbackend_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
-libbackend_la_LIBADD = $(LIBNBD_LIBS)
+libbackend_la_LIBADD = $(LIBNBD_LIBS) $(RBD_LIBS)
+noinst_HEADERS += backend/rbd-internal.h
+if HAVE_RBD
+libbackend_la_SOURCES += \
+	backend/rbd.c \
+	backend/rbd-cluster.c \
+	backend/rbd-spec.c
+endif
+EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-spec.c

@@ -155,4 +155,9 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   engine_pressure_stats_locked (e, st);
   engine_journal_stats (e, st);
   engine_lock_release (e);
+  /* Outside the lock: it may cost a walk of the store's metadata (at
+   * most once per the backend's interval), never a request's wait.
+   */
+  if (backend_allocated (e->backend, &st->backend_allocated_bytes) == -1)
+    st->backend_allocated_bytes = 0;
 }

@@ -112,6 +112,10 @@ pace_mode_name (enum pace_mode m)
      "Bound on pending extents.")                                            \
   X (U64, memory_bytes, GAUGE, "memory_bytes", NULL, 1,                      \
      "Memory held by the extent map.")                                       \
+  X (U64, backend_allocated_bytes, GAUGE, "backend_allocated_bytes", NULL, 1,\
+     "Space the backend holds for the data (file blocks, RBD objects "       \
+     "as rbd du counts them), refreshed at most every few seconds; 0 "       \
+     "when the backend cannot tell.")                                        \
   X (U64, state_loaded_extents, GAUGE, "state_loaded_extents", NULL, 1,      \
      "Pending extents loaded from the state file at start.")                 \
   X (U64, state_loaded_bytes, GAUGE, "state_loaded_bytes", NULL, 1,          \

@@ -47,7 +47,9 @@ engine_ticks_locked (struct engine *e)
 }
 
 /* The user's granularity may coarsen the backend's, never refine it:
- * a discard smaller than the device's granule is not a discard.
+ * a discard smaller than the device's granule is not a discard.  auto is
+ * the unit the store frees whole when it names one (an RBD object),
+ * which granularity= may refine down to the device's granule.
  */
 static int
 resolve_limits (struct engine *e)
@@ -57,7 +59,8 @@ resolve_limits (struct engine *e)
   uint64_t max_discard = lim->max_discard;
 
   e->granularity = cfg->granularity ? cfg->granularity
-                                      : lim->discard_granularity;
+                                      : MAX (lim->discard_granularity,
+                                             lim->discard_preferred);
   if (e->granularity < lim->discard_granularity) {
     dc_error ("granularity=%" PRIu64 ": must be at least the backend's "
               "discard granularity, %" PRIu32 " bytes (or auto)",

@@ -40,7 +40,8 @@ small_auto_threshold (const struct pace_model *m, uint64_t granularity)
 bool
 small_join_pays (const struct pace_model *m, uint64_t gap)
 {
-  return model_known (m) && m->b_us_per_byte * (double) gap < m->a_us;
+  return model_known (m) && m->a_us >= SMALL_AUTO_MIN_COST_US &&
+         m->b_us_per_byte * (double) gap < m->a_us;
 }
 
 uint64_t

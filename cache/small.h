@@ -49,7 +49,11 @@ extern uint64_t small_auto_threshold (const struct pace_model *m,
 
 /* Whether a join of two pending extents across a known-clean gap of gap
  * bytes costs the device less than the command it saves: b * gap < a,
- * by the model.  False without a model of SMALL_AUTO_MIN_SAMPLES.
+ * by the model.  False without a model of SMALL_AUTO_MIN_SAMPLES, and
+ * where a command costs under SMALL_AUTO_MIN_COST_US: there a command
+ * saved is worth less than discard once (invariant 9), which a join
+ * gives up for the gap (an fstrim after a crash would otherwise send
+ * known-clean space again).
  */
 extern bool small_join_pays (const struct pace_model *m, uint64_t gap)
   __attribute__ ((nonnull (1)));

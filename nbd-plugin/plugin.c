@@ -128,7 +128,11 @@ discardcache_cleanup (void)
 static void
 discardcache_dump_plugin (void)
 {
+#ifdef HAVE_RBD
+  printf ("discardcache_backends=file,blkdev,nbd,rbd\n");
+#else
   printf ("discardcache_backends=file,blkdev,nbd\n");
+#endif
   printf ("discardcache_statsfile=yes\n");
   printf ("discardcache_ctl=yes\n");
   printf ("discardcache_ctl_protocol=%d\n", CTL_PROTOCOL_VERSION);

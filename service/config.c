@@ -29,6 +29,7 @@ service_config_init (struct service_config *cfg)
   memset (cfg, 0, sizeof *cfg);
   cfg->locking = true;
   cfg->stop_timeout_ms = SERVICE_DEFAULT_STOP_TIMEOUT_MS;
+  cfg->rbd_timeout_ms = 30000;
   engine_config_init (&cfg->engine);
   volume_config_init (&cfg->volume);
 }
@@ -39,30 +40,41 @@ service_config_free (struct service_config *cfg)
   free (cfg->backend);
   free (cfg->ctl);
   free (cfg->statsfile);
+  free (cfg->rbd_conf);
+  free (cfg->rbd_id);
+  free (cfg->rbd_keyring);
   cfg->backend = cfg->ctl = cfg->statsfile = NULL;
+  cfg->rbd_conf = cfg->rbd_id = cfg->rbd_keyring = NULL;
   engine_config_free (&cfg->engine);
   volume_config_free (&cfg->volume);
+}
+
+/* Replace *out with a copy of value. */
+static int
+replace_string (char **out, const char *value)
+{
+  char *copy = strdup (value);
+
+  if (copy == NULL) {
+    dc_error ("strdup: %m");
+    return -1;
+  }
+  free (*out);
+  *out = copy;
+  return 0;
 }
 
 static int
 set_backend (struct service_config *cfg, const char *key, const char *value)
 {
-  char *copy;
-
   if (*value == '\0') {
     dc_error ("%s: empty value: expected a path to a file or block device, "
-              "or an NBD URI such as nbd+unix:///?socket=/path", key);
+              "an NBD URI such as nbd+unix:///?socket=/path, or "
+              "rbd:POOL/IMAGE", key);
     errno = EINVAL;
     return -1;
   }
-  copy = strdup (value);
-  if (copy == NULL) {
-    dc_error ("strdup: %m");
-    return -1;
-  }
-  free (cfg->backend);
-  cfg->backend = copy;
-  return 0;
+  return replace_string (&cfg->backend, value);
 }
 
 #define CTL_FORMS "none, or the path of a Unix socket to create, e.g. /run/dc.sock"
@@ -121,6 +133,52 @@ set_stop_timeout (struct service_config *cfg, const char *key,
   return parse_duration_ms (key, value, &cfg->stop_timeout_ms);
 }
 
+static int
+set_rbd_conf (struct service_config *cfg, const char *key, const char *value)
+{
+  return parse_path (key, value, "the Ceph configuration file, e.g. "
+                     "/etc/ceph/ceph.conf", &cfg->rbd_conf);
+}
+
+static int
+set_rbd_keyring (struct service_config *cfg, const char *key,
+                 const char *value)
+{
+  return parse_path (key, value, "a Ceph keyring file, e.g. "
+                     "/etc/ceph/ceph.client.admin.keyring", &cfg->rbd_keyring);
+}
+
+/* A Ceph client id: what follows "client.", as rbd --id takes it. */
+static int
+set_rbd_id (struct service_config *cfg, const char *key, const char *value)
+{
+  if (*value == '\0' || strpbrk (value, " \t\n/")) {
+    dc_error ("%s=%s: expected a Ceph client id such as admin (the NAME "
+              "of client.NAME), without spaces or '/'", key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  return replace_string (&cfg->rbd_id, value);
+}
+
+/* librados counts whole seconds: at least one. */
+static int
+set_rbd_timeout (struct service_config *cfg, const char *key,
+                 const char *value)
+{
+  uint64_t ms;
+
+  if (parse_duration_ms (key, value, &ms) == -1)
+    return -1;
+  if (ms < 1000 || ms > UINT64_C (86400000)) {
+    dc_error ("%s=%s: expected a duration from 1s to 24h", key, value);
+    errno = EINVAL;
+    return -1;
+  }
+  cfg->rbd_timeout_ms = ms;
+  return 0;
+}
+
 #define ALL SERVICE_FRONTEND_ALL
 #define SERVICE SERVICE_LAYER_SERVICE
 #define VOLUME SERVICE_LAYER_VOLUME
@@ -128,8 +186,8 @@ set_stop_timeout (struct service_config *cfg, const char *key,
 
 /* In the order --help, the man pages and the README list them. */
 const struct service_key service_keys[] = {
-  { "backend", "PATH|URI", NULL, NULL,
-    "The file, block device or NBD URI to serve.",
+  { "backend", "PATH|URI|rbd:POOL/IMAGE", NULL, NULL,
+    "The file, block device, NBD URI or Ceph RBD image to serve.",
     SERVICE, false, ALL, set_backend },
   { "delay", "DURATION", "30s", NULL,
     "Age before a pending discard may be forwarded.",
@@ -218,6 +276,19 @@ const struct service_key service_keys[] = {
     "Lock a regular-file backend against a second server (shared when "
     "read-only); off shares it, at your own risk.",
     SERVICE, false, ALL, set_locking },
+  { "rbd-conf", "FILE", NULL, "$CEPH_CONF, else /etc/ceph/ceph.conf",
+    "The Ceph configuration of an rbd: backend's cluster.",
+    SERVICE, false, ALL, set_rbd_conf },
+  { "rbd-id", "NAME", NULL, "admin",
+    "The Ceph client (client.NAME) an rbd: backend connects as.",
+    SERVICE, false, ALL, set_rbd_id },
+  { "rbd-keyring", "FILE", NULL, "the one rbd-conf names",
+    "The keyring of that client.",
+    SERVICE, false, ALL, set_rbd_keyring },
+  { "rbd-timeout", "DURATION", "30s", NULL,
+    "Bound on reaching the cluster and on each of its operations; a start "
+    "that cannot reach it fails after this.",
+    SERVICE, false, ALL, set_rbd_timeout },
   { "statsfile", "FILE", NULL, "none",
     "Write the statistics as JSON to FILE at exit.",
     SERVICE, false, ALL, set_statsfile },
@@ -383,7 +454,8 @@ service_config_complete (const struct service_config *cfg)
 {
   if (cfg->backend == NULL) {
     dc_error ("backend parameter is required: backend=PATH of a file or block "
-              "device, or backend=URI such as nbd+unix:///?socket=/path");
+              "device, backend=URI such as nbd+unix:///?socket=/path, or "
+              "backend=rbd:POOL/IMAGE");
     errno = EINVAL;
     return -1;
   }
@@ -404,10 +476,14 @@ service_config_copy (struct service_config *dst,
 {
   *dst = *src;
   dst->backend = dst->ctl = dst->statsfile = dst->volume.meta = NULL;
+  dst->rbd_conf = dst->rbd_id = dst->rbd_keyring = NULL;
   dst->engine.state = NULL;
   if (strdup_null (src->backend, &dst->backend) == -1 ||
       strdup_null (src->ctl, &dst->ctl) == -1 ||
       strdup_null (src->statsfile, &dst->statsfile) == -1 ||
+      strdup_null (src->rbd_conf, &dst->rbd_conf) == -1 ||
+      strdup_null (src->rbd_id, &dst->rbd_id) == -1 ||
+      strdup_null (src->rbd_keyring, &dst->rbd_keyring) == -1 ||
       strdup_null (src->volume.meta, &dst->volume.meta) == -1 ||
       strdup_null (src->engine.state, &dst->engine.state) == -1) {
     dc_error ("service: out of memory copying the settings");

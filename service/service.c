@@ -20,6 +20,7 @@ struct service {
   struct engine *engine;
   struct volume *volume;
   struct ctl_server *ctl;           /* NULL: none */
+  struct backend *backend;          /* the engine's, for the fork hooks */
   bool started;
   bool stopped;
 };
@@ -68,6 +69,12 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
   s->volume = volume_open (s->engine, &s->cfg.volume);
   if (s->volume == NULL)
     goto err;
+  /* Last: everything is checked; service_start takes it up again. */
+  s->backend = b;
+  if (backend_before_fork (b) == -1) {
+    service_close (s);
+    return NULL;
+  }
   return s;
 
  err:
@@ -89,7 +96,12 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
 struct service *
 service_open (const struct service_config *cfg)
 {
-  struct backend *b = backend_open (cfg->backend, cfg->read_only);
+  struct backend_options o = {
+    .read_only = cfg->read_only, .rbd_conf = cfg->rbd_conf,
+    .rbd_id = cfg->rbd_id, .rbd_keyring = cfg->rbd_keyring,
+    .rbd_timeout_ms = cfg->rbd_timeout_ms,
+  };
+  struct backend *b = backend_open_with (cfg->backend, &o);
 
   return b ? service_open_backend (cfg, b) : NULL;
 }
@@ -100,6 +112,8 @@ service_open (const struct service_config *cfg)
 int
 service_start (struct service *s)
 {
+  if (backend_after_fork (s->backend) == -1)
+    return -1;
   if (s->ctl && ctl_start (s->ctl, s->engine, s->volume) == -1)
     return -1;
   if (engine_start (s->engine) == -1)

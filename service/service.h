@@ -41,6 +41,10 @@ struct service_config {
   bool ctl_disabled;           /* ctl=none */
   char *statsfile;             /* statistics as JSON at stop (owned) */
   uint64_t stop_timeout_ms;    /* stop-timeout=: a stop forwards this long at most */
+  char *rbd_conf;              /* an rbd: backend's cluster (owned) ... */
+  char *rbd_id;
+  char *rbd_keyring;
+  uint64_t rbd_timeout_ms;     /* ... and the bound on reaching it */
   struct engine_config engine;
   struct volume_config volume;
 };

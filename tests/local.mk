@@ -18,6 +18,7 @@ include tests/stats.mk
 include tests/protect.mk
 include tests/small.mk
 include tests/thin.mk
+include tests/ceph.mk
 include tests/fuzz.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk

@@ -250,6 +250,9 @@ stats_print_table (const struct jf_object *st, FILE *fp)
   fprintf (fp, ROW "%s, max discard %s\n", "granularity:",
            human_size (get (st, STAT_granularity), a),
            human_size (get (st, STAT_max_discard), b));
+  if (get (st, STAT_backend_allocated_bytes))
+    fprintf (fp, ROW "%s\n", "backend holds:",
+             human_size (get (st, STAT_backend_allocated_bytes), a));
   fprintf (fp, ROW "%s for at most %" PRIu64 " extents\n", "memory:",
            human_size (get (st, STAT_memory_bytes), a), get (st, STAT_max_extents));
   print_clean (st, fp);

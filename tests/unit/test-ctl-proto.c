@@ -251,7 +251,7 @@ test_json_flat_bad (void **state)
   }
   /* More members than the parser holds. */
   {
-    char many[2048] = "{";
+    char many[JF_MAX_MEMBERS * 24] = "{";
 
     for (int i = 0; i <= JF_MAX_MEMBERS; i++)
       snprintf (many + strlen (many), sizeof many - strlen (many),

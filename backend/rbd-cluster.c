@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* discardcache: the RBD backend's way to its image (rbd-internal.h):
+ * connecting to the cluster within a bound, opening the image, taking
+ * its exclusive lock without stealing it, and the space it holds.
+ *
+ * Every step that talks to the cluster is bounded by rbd-timeout=
+ * (librados's client_mount_timeout for the connect, rados_mon_op_timeout
+ * and rados_osd_op_timeout for what follows), so a start against a
+ * cluster that is down fails with a message instead of hanging.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arith.h"
+#include "log.h"
+#include "rbd-internal.h"
+
+/* The lock owners and watchers looked at, at most. */
+#define MAX_CLIENTS 16
+
+int
+rbd_fail (struct rbd_backend *h, const char *op, int r)
+{
+  errno = -r;
+  dc_error ("backend %s: %s: %m", h->b.identity.name, op);
+  return -1;
+}
+
+/* Report the failure r of a start step and return -1 with errno. */
+static int start_fail (struct rbd_backend *h, int r, const char *fmt, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static int
+start_fail (struct rbd_backend *h, int r, const char *fmt, ...)
+{
+  char what[512];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (what, sizeof what, fmt, ap);
+  va_end (ap);
+  errno = -r;
+  dc_error ("backend=%s: %s: %m", h->b.identity.name, what);
+  return -1;
+}
+
+/* rbd-timeout= as whole seconds, at least 1 (librados counts seconds). */
+static unsigned
+timeout_s (const struct backend_options *o)
+{
+  uint64_t ms = o->rbd_timeout_ms ? o->rbd_timeout_ms : RBD_DEFAULT_TIMEOUT_MS;
+
+  return (unsigned) MAX (UINT64_C (1), (ms + 999) / 1000);
+}
+
+static int
+set_timeouts (struct rbd_backend *h, const struct backend_options *o)
+{
+  static const char *const keys[] = {
+    "client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout",
+  };
+  char v[32];
+
+  snprintf (v, sizeof v, "%u", timeout_s (o));
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    int r = rados_conf_set (h->cluster, keys[i], v);
+
+    if (r < 0)
+      return start_fail (h, r, "rbd-timeout: cannot set %s to %s s", keys[i],
+                         v);
+  }
+  return 0;
+}
+
+/* The configuration: rbd-conf=, else what rbd(8) reads ($CEPH_CONF,
+ * /etc/ceph/ceph.conf, ~/.ceph/ceph.conf, ./ceph.conf), then CEPH_ARGS.
+ */
+static int
+read_conf (struct rbd_backend *h, const struct backend_options *o)
+{
+  int r;
+
+  if (o->rbd_conf && access (o->rbd_conf, R_OK) == -1) {
+    dc_error ("rbd-conf=%s: %m: expected the Ceph configuration file of "
+              "the cluster (ceph.conf)", o->rbd_conf);
+    return -1;
+  }
+  r = rados_conf_read_file (h->cluster, o->rbd_conf);
+  if (r < 0 && o->rbd_conf) {
+    errno = -r;
+    dc_error ("rbd-conf=%s: not a Ceph configuration file: %m", o->rbd_conf);
+    return -1;
+  }
+  if (r < 0) {
+    errno = -r;
+    dc_error ("backend=%s: no Ceph configuration found ($CEPH_CONF, "
+              "/etc/ceph/ceph.conf, ~/.ceph/ceph.conf, ./ceph.conf): %m: "
+              "set rbd-conf=FILE", h->b.identity.name);
+    return -1;
+  }
+  r = rados_conf_parse_env (h->cluster, NULL);
+  if (r < 0)
+    return start_fail (h, r, "CEPH_ARGS: cannot parse");
+  if (o->rbd_keyring) {
+    if (access (o->rbd_keyring, R_OK) == -1) {
+      dc_error ("rbd-keyring=%s: %m: expected a Ceph keyring file",
+                o->rbd_keyring);
+      return -1;
+    }
+    r = rados_conf_set (h->cluster, "keyring", o->rbd_keyring);
+    if (r < 0) {
+      errno = -r;
+      dc_error ("rbd-keyring=%s: %m", o->rbd_keyring);
+      return -1;
+    }
+  }
+  return set_timeouts (h, o);
+}
+
+/* Explain a failed rados_connect, naming the keys that may be wrong. */
+static int
+connect_failed (struct rbd_backend *h, const struct backend_options *o,
+                const char *id, int r)
+{
+  char mons[256] = "?";
+  const char *conf = o->rbd_conf ? o->rbd_conf : "the default configuration";
+
+  rados_conf_get (h->cluster, "mon_host", mons, sizeof mons);
+  errno = -r;
+  if (r == -ETIMEDOUT || r == -EHOSTUNREACH || r == -ECONNREFUSED)
+    dc_error ("backend=%s: no cluster reachable at mon_host %s (from "
+              "rbd-conf: %s) within rbd-timeout=%us: %m", h->b.identity.name,
+              mons, conf, timeout_s (o));
+  else if (r == -EACCES || r == -EPERM || r == -ENOENT || r == -EINVAL ||
+           r == -EKEYREJECTED)
+    dc_error ("backend=%s: the cluster at mon_host %s refused client.%s: %m: "
+              "check rbd-id= and rbd-keyring= (and the keyring rbd-conf: %s "
+              "names)", h->b.identity.name, mons, id, conf);
+  else
+    dc_error ("backend=%s: cannot connect to the cluster at mon_host %s "
+              "(rbd-conf: %s): %m", h->b.identity.name, mons, conf);
+  return -1;
+}
+
+/* The client id without a "client." in front (rbd --id's form). */
+static const char *
+client_id (const struct backend_options *o)
+{
+  const char *id = o->rbd_id ? o->rbd_id : "admin";
+
+  return strncmp (id, "client.", 7) == 0 ? id + 7 : id;
+}
+
+static int
+open_pool (struct rbd_backend *h)
+{
+  const struct rbd_spec *sp = &h->spec;
+  bool exists = false;
+  int r = rados_ioctx_create (h->cluster, sp->pool, &h->ioctx);
+
+  if (r == -ENOENT)
+    return start_fail (h, r, "no pool %s in the cluster", sp->pool);
+  if (r < 0)
+    return start_fail (h, r, "cannot open pool %s", sp->pool);
+  if (sp->nspace[0] == '\0')
+    return 0;
+  r = rbd_namespace_exists (h->ioctx, sp->nspace, &exists);
+  if (r < 0)
+    return start_fail (h, r, "cannot look up namespace %s in pool %s",
+                       sp->nspace, sp->pool);
+  if (!exists)
+    return start_fail (h, -ENOENT, "no namespace %s in pool %s",
+                       sp->nspace, sp->pool);
+  rados_ioctx_set_namespace (h->ioctx, sp->nspace);
+  return 0;
+}
+
+static int
+open_image (struct rbd_backend *h, bool read_only)
+{
+  const struct rbd_spec *sp = &h->spec;
+  int r = read_only
+    ? rbd_open_read_only (h->ioctx, sp->image, &h->image, sp->snap)
+    : rbd_open (h->ioctx, sp->image, &h->image, NULL);
+
+  if (r == -ENOENT && sp->snap)
+    return start_fail (h, r, "no image %s, or no snapshot %s of it",
+                       sp->image, sp->snap);
+  if (r == -ENOENT)
+    return start_fail (h, r, "no image %s in pool %s", sp->image, sp->pool);
+  if (r < 0) {
+    h->image = NULL;
+    return start_fail (h, r, "cannot open image %s", sp->image);
+  }
+  return 0;
+}
+
+int
+rbd_connect (struct rbd_backend *h, const struct backend_options *o)
+{
+  const char *id = client_id (o);
+  int r;
+
+  /* Refused before any time is spent on the cluster. */
+  if (h->spec.snap && !o->read_only) {
+    errno = EROFS;
+    dc_error ("backend=%s: snapshot %s cannot be written: serve it "
+              "read-only (readonly=on)", h->b.identity.name, h->spec.snap);
+    return -1;
+  }
+  r = rados_create (&h->cluster, id);
+  if (r < 0) {
+    h->cluster = NULL;
+    errno = -r;
+    dc_error ("rbd-id=%s: %m", id);
+    return -1;
+  }
+  if (read_conf (h, o) == -1)
+    return -1;
+  r = rados_connect (h->cluster);
+  if (r < 0)
+    return connect_failed (h, o, id, r);
+  return open_pool (h) == -1 ? -1 : open_image (h, o->read_only);
+}
+
+int
+rbd_before_fork (struct backend *b)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+
+  h->relock = h->locked;
+  h->locked = false;
+  rbd_disconnect (h);
+  dc_debug ("backend %s: disconnected until the fork is done",
+            b->identity.name);
+  return 0;
+}
+
+int
+rbd_after_fork (struct backend *b)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+  uint64_t size;
+  int r;
+
+  if (h->image)
+    return 0;
+  if (rbd_connect (h, &h->opts) == -1)
+    return -1;
+  r = rbd_get_size (h->image, &size);
+  if (r < 0)
+    return rbd_fail (h, "size", r);
+  if (size != b->size) {
+    dc_error ("backend=%s: the image was resized from %" PRIu64 " to %"
+              PRIu64 " bytes while the server started", b->identity.name,
+              b->size, size);
+    errno = EIO;
+    return -1;
+  }
+  return h->relock ? rbd_lock (b) : 0;
+}
+
+void
+rbd_disconnect (struct rbd_backend *h)
+{
+  if (h->image) {
+    int r = rbd_close (h->image);
+
+    if (r < 0) {
+      errno = -r;
+      dc_error ("backend %s: close: %m", h->b.identity.name);
+    }
+  }
+  if (h->ioctx)
+    rados_ioctx_destroy (h->ioctx);
+  if (h->cluster)
+    rados_shutdown (h->cluster);
+  h->image = NULL;
+  h->ioctx = NULL;
+  h->cluster = NULL;
+}
+
+/* Whether the client at addr watches the image: a live client does; a
+ * dead one's watch expires (osd_client_watch_timeout, 30 s by default),
+ * and then librbd breaks its lock when we ask for it.
+ */
+static bool
+watching (struct rbd_backend *h, const char *addr)
+{
+  rbd_image_watcher_t w[MAX_CLIENTS];
+  size_t n = MAX_CLIENTS;
+  bool found = false;
+
+  if (rbd_watchers_list (h->image, w, &n) < 0)
+    return true;                /* cannot tell: take it as alive */
+  for (size_t i = 0; i < n && !found; i++)
+    found = strcmp (w[i].addr, addr) == 0;
+  rbd_watchers_list_cleanup (w, n);
+  return found;
+}
+
+/* The first live owner of the lock into buf (empty if none). */
+static void
+live_owner (struct rbd_backend *h, char *buf, size_t len)
+{
+  char *owners[MAX_CLIENTS];
+  size_t n = MAX_CLIENTS;
+  rbd_lock_mode_t mode;
+
+  buf[0] = '\0';
+  if (rbd_lock_get_owners (h->image, &mode, owners, &n) < 0)
+    return;                     /* -ENOENT: no owner */
+  for (size_t i = 0; i < n; i++) {
+    if (buf[0] == '\0' && watching (h, owners[i]))
+      snprintf (buf, len, "%s", owners[i]);
+    else if (buf[0] == '\0')
+      dc_debug ("backend %s: the lock of %s, who no longer watches the "
+                "image, will be broken", h->b.identity.name, owners[i]);
+  }
+  rbd_lock_get_owners_cleanup (owners, n);
+}
+
+static int
+in_use (struct rbd_backend *h, const char *owner)
+{
+  dc_error ("backend=%s: in use: the image's exclusive lock is held by the "
+            "client at %s: stop it first (rbd status shows its watchers), "
+            "or add locking=off to share the image at your own risk "
+            "(librbd then hands the lock to each writer in turn)",
+            h->b.identity.name, owner);
+  errno = EAGAIN;
+  return -1;
+}
+
+/* librbd's rbd_lock_acquire asks a holder that took the lock on its own
+ * (qemu-nbd, a kernel mapping, any writer under librbd's default policy)
+ * to hand it over, and gets it: that is stealing a served image from
+ * under its server.  So look first, and refuse if a live client holds
+ * it.  A holder that took it as we do (rbd_lock_acquire, as a second
+ * discardcache) refuses to hand it over, and so do we once we hold it.
+ */
+int
+rbd_lock (struct backend *b)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+  char owner[256];
+  int r;
+
+  if (b->limits.read_only) {
+    dc_debug ("backend %s: read-only: no lock taken", b->identity.name);
+    return 0;
+  }
+  if (!(h->features & RBD_FEATURE_EXCLUSIVE_LOCK)) {
+    dc_error ("backend=%s: the image has no exclusive-lock feature, so "
+              "nothing keeps a second writer off it: enable it (rbd feature "
+              "enable %s/%s exclusive-lock), or serve it with locking=off",
+              b->identity.name, h->spec.pool, h->spec.image);
+    errno = EINVAL;
+    return -1;
+  }
+  live_owner (h, owner, sizeof owner);
+  if (owner[0])
+    return in_use (h, owner);
+  r = rbd_lock_acquire (h->image, RBD_LOCK_MODE_EXCLUSIVE);
+  if (r == -EROFS || r == -EBUSY || r == -EAGAIN) {
+    live_owner (h, owner, sizeof owner);
+    return in_use (h, owner[0] ? owner : "(unknown)");
+  }
+  if (r < 0)
+    return start_fail (h, r, "cannot take the image's exclusive lock");
+  h->locked = true;
+  dc_debug ("backend %s: exclusive lock taken", b->identity.name);
+  return 0;
+}
+
+static uint64_t
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+static int
+add_extent (uint64_t offset, size_t length, int exists, void *opaque)
+{
+  (void) offset;
+  if (exists)
+    *(uint64_t *) opaque += length;
+  return 0;
+}
+
+/* What `rbd du` counts: with a valid fast-diff object map, whole objects
+ * from the map (no I/O); without, the objects listed.
+ */
+static int
+compute_allocated (struct rbd_backend *h, uint64_t *bytes)
+{
+  uint64_t flags = 0, sum = 0;
+  bool whole = (h->features & RBD_FEATURE_FAST_DIFF) &&
+               rbd_get_flags (h->image, &flags) == 0 &&
+               !(flags & RBD_FLAG_FAST_DIFF_INVALID);
+  int r = rbd_diff_iterate2 (h->image, NULL, 0, h->b.size, 0, whole,
+                             add_extent, &sum);
+
+  if (r < 0)
+    return rbd_fail (h, "space held (diff iterate)", r);
+  *bytes = sum;
+  return 0;
+}
+
+int
+rbd_allocated (struct backend *b, uint64_t *bytes)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+  uint64_t at = atomic_load (&h->allocated_at_ms), now = now_ms (), v;
+
+  if (h->image == NULL) {       /* between the fork hooks */
+    errno = ENOTSUP;
+    return -1;
+  }
+  if ((at && now - at < RBD_ALLOCATED_INTERVAL_MS) ||
+      atomic_flag_test_and_set (&h->allocated_busy)) {
+    *bytes = atomic_load (&h->allocated_bytes);
+    return 0;
+  }
+  if (compute_allocated (h, &v) == 0)
+    atomic_store (&h->allocated_bytes, v);
+  /* A failure too waits for the interval (reported once per interval). */
+  atomic_store (&h->allocated_at_ms, MAX (now, UINT64_C (1)));
+  atomic_flag_clear (&h->allocated_busy);
+  *bytes = atomic_load (&h->allocated_bytes);
+  return 0;
+}

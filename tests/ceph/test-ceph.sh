@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# discardcache: the RBD backend on a real single-node Ceph cluster
+# (tests/ceph/cluster), one cluster for the whole group:
+#   setup    every bad set-up refused before serving, by both front-ends
+#            (nbdkit and discardfuse started in the background), within a
+#            bound, with a message naming the key; nothing left running
+#   lock     the image's exclusive lock: a second discardcache refused;
+#            an image qemu-nbd writes refused, and qemu-nbd keeps it
+#   verify   the concurrent verifier, identity and thin, then a restart
+#            checks every block
+#   crash    kill -9 mid-churn, then a restart: every block as of the last
+#            flush (the verifier's --verify-durable)
+#   xfs      XFS -o discard through nbdfuse + loop and through discardfuse:
+#            files, deletes, fstrim, a clean stop; the space comes back
+#            (rbd du), the geometry is the image's, and every synced file
+#            reads back intact after a restart
+# CEPH_CASES="setup lock ..." runs only some (default: all).
+source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
+source "$abs_top_srcdir/tests/ceph/ceph-lib.sh"
+source "$abs_top_srcdir/tests/e2e/verify-lib.sh"
+ceph_requires
+requires_fuse
+requires jq --version
+requires qemu-nbd --version
+requires nbdfuse --version
+requires mkfs.xfs -V
+
+: "${CEPH_CASES:=setup lock verify crash xfs}"
+: "${VERIFY_SCALE:=100}"
+verify_setup
+dir=$TESTDIR
+mkdir -p "$dir/mnt"
+ceph_start
+
+# --- setup: refused before serving -------------------------------------
+
+# leftovers WHAT: nothing of a failed start is left (but the servers
+# in KEEP_PIDS, which hold what it was refused).
+KEEP_PIDS=
+leftovers ()
+{
+    local pids
+    pids=$(pgrep -f -- "$dir/" || true)
+    # The cluster's daemons run from $dir too: only ours count.
+    pids=$(for p in $pids; do
+               [[ " $KEEP_PIDS " = *" $p "* ]] && continue
+               grep -qE 'nbdkit|discardfuse' "/proc/$p/comm" 2>/dev/null && echo "$p"
+           done)
+    if [ -n "$pids" ]; then
+        ps -o pid,args -p $pids >&2
+        for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+        fail "$1: processes left running"
+    fi
+    [ -z "${KEEP_MOUNT:-}" ] && grep -qF " $dir/mnt " /proc/mounts &&
+        { fusermount3 -u -z "$dir/mnt"; fail "$1: left a mount"; }
+    return 0
+}
+
+# refused FRONTEND "KEYS" PATTERN [SECONDS]: that front-end, started in
+# the background with KEYS, exits non-zero within SECONDS (default 60)
+# with PATTERN (grep -E) in its message, and leaves nothing behind.
+refused ()
+{
+    local front=$1 keys=$2 pattern=$3 secs=${4:-60} status=0 t=$SECONDS
+    local -a k
+    read -r -a k <<< "$keys"
+    rm -f "$dir/nbd.sock" "$dir/pid"
+    case $front in
+    nbdkit) timeout "$secs" "$NBDKIT" -U "$dir/nbd.sock" -P "$dir/pid" \
+                "$PLUGIN" ctl=none "${k[@]}" 2>"$dir/err" || status=$? ;;
+    fuse) timeout "$secs" "$DISCARDFUSE" ctl=none "${k[@]}" "$dir/mnt" \
+              2>"$dir/err" || status=$? ;;
+    esac
+    if [ "$status" -eq 0 ]; then
+        [ "$front" = nbdkit ] && stop_pidfile "$dir/pid" nbdkit
+        [ "$front" = fuse ] && fusermount3 -u "$dir/mnt"
+        fail "$front $keys: started"
+    fi
+    [ "$status" -ne 124 ] || fail "$front $keys: no answer within $secs s"
+    grep -qE -- "$pattern" "$dir/err" ||
+        { cat "$dir/err" >&2; fail "$front $keys: no message matching '$pattern'"; }
+    leftovers "$front $keys"
+    echo "$front: refused in $(( SECONDS - t )) s: $(head -c 300 "$dir/err")"
+}
+
+# free_port: a TCP port nobody listens on.
+free_port ()
+{
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+case_setup ()
+{
+    local port front
+    rbd create --size 64M rbd/base || fail "rbd create"
+    rbd snap create rbd/base@s1 >/dev/null 2>&1 || fail "rbd snap create"
+    rbd create --size 64M --image-feature layering rbd/nolock || fail "rbd create nolock"
+    port=$(free_port)
+    sed "s/^mon_host = .*/mon_host = 127.0.0.1:$port/" "$CEPH_CONF" > "$dir/nomon.conf"
+    printf '[global\nthis is = = not a ceph.conf\n' > "$dir/garbage.conf"
+    for front in nbdkit fuse; do
+        refused $front "backend=rbd:rbd/base rbd-conf=$dir/nomon.conf rbd-timeout=2s" \
+            "no cluster reachable at mon_host 127.0.0.1:$port .*rbd-timeout=2s" 30
+        refused $front "backend=rbd:rbd/base rbd-conf=$dir/missing.conf" \
+            "rbd-conf=$dir/missing.conf: No such file"
+        refused $front "backend=rbd:rbd/base rbd-conf=$dir/garbage.conf" \
+            "rbd-conf=$dir/garbage.conf: not a Ceph configuration file"
+        refused $front "backend=rbd:rbd/base rbd-keyring=$dir/missing.keyring" \
+            "rbd-keyring=$dir/missing.keyring: No such file"
+        refused $front "backend=rbd:nopool/base" "backend=rbd:nopool/base: no pool nopool"
+        refused $front "backend=rbd:rbd/nons/base" "no namespace nons in pool rbd"
+        refused $front "backend=rbd:rbd/noimage" "backend=rbd:rbd/noimage: no image noimage in pool rbd"
+        refused $front "backend=rbd:rbd/base@s1" "snapshot s1 cannot be written: .*readonly=on"
+        refused $front "backend=rbd:rbd/base@nosnap readonly=on" "no snapshot nosnap"
+        refused $front "backend=rbd:base" "backend=rbd:base: no pool"
+        refused $front "backend=rbd:rbd/nolock" "no exclusive-lock feature.*locking=off"
+    done
+    # What is refused for writing serves read-only, and the image without
+    # the lock feature serves with locking=off.
+    start_nbdkit -P "$dir/ro.pid" -U "$dir/ro.sock" "$PLUGIN" ctl=none \
+        backend=rbd:rbd/base@s1 readonly=on
+    /usr/bin/nbdinfo --size "nbd+unix:///?socket=$dir/ro.sock" | grep -qx 67108864 ||
+        fail "the snapshot is not served read-only with its size"
+    stop_pidfile "$dir/ro.pid" nbdkit
+    start_nbdkit -P "$dir/nl.pid" -U "$dir/nl.sock" "$PLUGIN" ctl=none \
+        backend=rbd:rbd/nolock locking=off
+    stop_pidfile "$dir/nl.pid" nbdkit
+}
+
+# --- lock: one writer ----------------------------------------------------
+
+# nbd_write SOCKET: write a block through an NBD server, 0 on success.
+nbd_write ()
+{
+    PATH=/usr/bin:$PATH timeout 60 nbdsh -u "nbd+unix:///?socket=$1" \
+        -c 'h.pwrite(b"x" * 4096, 0)' -c 'h.flush()' 2>"$dir/nbdsh.err"
+}
+
+case_lock ()
+{
+    local front qpid
+    rbd create --size 64M rbd/locked || fail "rbd create"
+    start_nbdkit -P "$dir/l1.pid" -U "$dir/l1.sock" "$PLUGIN" ctl=none \
+        backend=rbd:rbd/locked
+    KEEP_PIDS=$NBDKIT_PID
+    for front in nbdkit fuse; do
+        refused $front "backend=rbd:rbd/locked" \
+            "backend=rbd:rbd/locked: in use: the image's exclusive lock is held by the client at .*locking=off"
+    done
+    KEEP_PIDS=
+    nbd_write "$dir/l1.sock" || { cat "$dir/nbdsh.err"; fail "the first server lost the image"; }
+    stop_pidfile "$dir/l1.pid" nbdkit
+
+    # qemu-nbd takes the lock at its first write under librbd's default
+    # policy, which hands it over to whoever asks: refuse, do not ask.
+    qemu-nbd -t -f raw --discard=unmap -k "$dir/q.sock" \
+        "rbd:rbd/locked:conf=$CEPH_CONF" &
+    qpid=$!
+    cleanup_fn stop_pid "$qpid" qemu-nbd
+    wait_started "$qpid" qemu-nbd 30 test -S "$dir/q.sock"
+    nbd_write "$dir/q.sock" || { cat "$dir/nbdsh.err"; fail "qemu-nbd cannot write"; }
+    for front in nbdkit fuse; do
+        refused $front "backend=rbd:rbd/locked" "in use: the image's exclusive lock"
+        nbd_write "$dir/q.sock" ||
+            { cat "$dir/nbdsh.err"; fail "$front took the lock from qemu-nbd"; }
+    done
+    stop_pid "$qpid" qemu-nbd
+    # Released: served again, by both front-ends in the background: the
+    # cluster connection, checked in the parent, is made again after the
+    # fork (librados's threads do not cross it), and the lock with it.
+    rm -f "$dir/l2.sock"
+    "$NBDKIT" -P "$dir/l2.pid" -U "$dir/l2.sock" "$PLUGIN" ctl=none \
+        backend=rbd:rbd/locked || fail "nbdkit in the background did not start"
+    wait_pidfile "$dir/l2.pid"
+    cleanup_fn stop_pidfile "$dir/l2.pid" nbdkit
+    nbd_write "$dir/l2.sock" || { cat "$dir/nbdsh.err"; fail "nbdkit in the background cannot write"; }
+    KEEP_PIDS=$(cat "$dir/l2.pid")
+    refused fuse "backend=rbd:rbd/locked" "in use: the image's exclusive lock"
+    KEEP_PIDS=
+    stop_pidfile "$dir/l2.pid" nbdkit
+    "$DISCARDFUSE" ctl=none backend=rbd:rbd/locked "$dir/mnt" ||
+        fail "discardfuse in the background did not start"
+    cleanup_fn stop_discardfuse "$dir/mnt" ""
+    dd if=/dev/urandom of="$dir/mnt/disk" bs=64k count=16 oflag=direct conv=notrunc,fsync 2>/dev/null ||
+        fail "discardfuse in the background cannot write"
+    KEEP_PIDS=$(pgrep -f -- "discardfuse .*$dir/mnt\$") KEEP_MOUNT=1
+    refused nbdkit "backend=rbd:rbd/locked" "in use: the image's exclusive lock"
+    KEEP_PIDS= KEEP_MOUNT=
+    fusermount3 -u "$dir/mnt" || fail "fusermount3 -u failed"
+    for (( i = 0; i < 100; i++ )); do
+        pgrep -f -- "$dir/mnt" >/dev/null || break
+        sleep 0.1
+    done
+}
+
+# --- verify: the concurrent verifier -------------------------------------
+
+case_verify ()
+{
+    rbd create --size 64M rbd/ident || fail "rbd create"
+    # At the default granularity, an object (4 MiB, checked by the xfs
+    # case), the verifier's trims (mostly up to 128 KiB) stay pending as
+    # fragments: 64k, the override, forwards them.
+    verify_run ident rbd:rbd/ident "delay=200ms idle=0 granularity=64k" \
+        --ops "$(verify_ops 6000)" --checkpoint 3000
+    verify_expect ident forwarded -gt 0
+    verify_expect ident granularity -eq 65536
+    verify_expect ident max_discard -eq 1073741824
+    verify_expect ident backend_allocated_bytes -gt 0
+    rbd create --size 64M rbd/thin || fail "rbd create"
+    VERIFY_RESTART_KEYS="thin=on granularity=64k slot=64k size=32M meta=$dir/thin.meta"
+    verify_run thin rbd:rbd/thin "delay=200ms idle=0 $VERIFY_RESTART_KEYS" \
+        --ops "$(verify_ops 6000)" --checkpoint 3000
+    verify_expect thin granularity -eq 65536
+    verify_expect thin thin_allocated -gt 0
+    VERIFY_RESTART_KEYS=
+}
+
+# --- crash: kill -9 mid-churn --------------------------------------------
+
+# start_retrying NAME KEYS...: a kill -9'd server's lock stays while its
+# watch lasts (osd_client_watch_timeout); the start is refused, naming
+# the lock, until then.
+start_retrying ()
+{
+    local name=$1 i
+    shift
+    for (( i = 0; i < 30; i++ )); do
+        rm -f "$dir/$name.sock" "$dir/$name.pid"
+        if "$NBDKIT" -U "$dir/$name.sock" -P "$dir/$name.pid" "$PLUGIN" \
+               "$@" 2>"$dir/$name.err"; then
+            wait_pidfile "$dir/$name.pid"
+            cleanup_fn stop_pidfile "$dir/$name.pid" nbdkit
+            return 0
+        fi
+        grep -q "in use: the image's exclusive lock" "$dir/$name.err" ||
+            { cat "$dir/$name.err"; fail "$name: refused: not for the lock"; }
+        sleep 1
+    done
+    fail "$name: the dead server's lock was never released"
+}
+
+case_crash ()
+{
+    local round pid model=$dir/crash.model
+    local -a vopts
+    rbd create --size 64M rbd/crash || fail "rbd create"
+    for (( round = 1; round <= 3; round++ )); do
+        start_retrying "c$round" backend=rbd:rbd/crash ctl=none \
+            delay=$(( round * 100 ))ms idle=0
+        pid=$(cat "$dir/c$round.pid")
+        vopts=(--seed $(( VERIFY_SEED + round )) --ops 0 --seconds 60)
+        [ -e "$model" ] && vopts+=(--load-model "$model" --verify-durable)
+        "$VERIFY" --uri "nbd+unix:///?socket=$dir/c$round.sock" \
+            --until-disconnect --save-model "$model" "${vopts[@]}" \
+            > "$dir/c$round.out" 2>&1 &
+        local vpid=$!
+        cleanup_fn stop_pid "$vpid" verify
+        wait_started "$vpid" verify 60 grep -q '^verify: running' "$dir/c$round.out"
+        sleep "0.$(( 300 + RANDOM % 700 ))"
+        kill -KILL "$pid"
+        _stopped_pids[$pid]=1
+        wait "$vpid" || verify_failed "crash round $round" "$dir/c$round.out"
+        _stopped_pids[$vpid]=1
+        echo "crash round $round: $(grep '^verify-result' "$dir/c$round.out")"
+    done
+    start_retrying check backend=rbd:rbd/crash ctl=none
+    "$VERIFY" --uri "nbd+unix:///?socket=$dir/check.sock" --load-model "$model" \
+        --verify-durable --verify-only > "$dir/check.out" 2>&1 ||
+        verify_failed "crash check" "$dir/check.out"
+    stop_pidfile "$dir/check.pid" nbdkit
+}
+
+# --- xfs: end to end -------------------------------------------------------
+
+# xfs_round FRONTEND IMAGE: XFS -o discard over the image through that
+# front-end; files in, half out, fstrim, clean stop; then again from
+# a fresh start, the files left are intact.
+xfs_round ()
+{
+    local front=$1 img=$2 d=$dir/xfs-$1 used_full used_after stats
+    mkdir -p "$d"
+    rbd create --size 1G "rbd/$img" || fail "rbd create"
+    xfs_start "$front" "$d" "$img" mkfs
+    cp -a /usr/include/linux "$d/fs/a" && cp -a /usr/include/linux "$d/fs/b" ||
+        fail "copy failed"
+    # Large files: XFS gives them whole objects, which their delete frees.
+    for i in 1 2 3; do
+        head -c 16M /dev/urandom > "$d/fs/big$i" || fail "write failed"
+    done
+    sync -f "$d/fs"
+    stats=$(xfs_stats "$front" "$d")
+    [ "$(jq -r .granularity <<< "$stats")" -eq 4194304 ] || fail "$front: granularity is not the object size"
+    [ "$(jq -r .backend_allocated_bytes <<< "$stats")" -gt 0 ] ||
+        fail "$front: backend_allocated_bytes is 0 after writes: $stats"
+    used_full=$(rbd_used "rbd/$img")
+    rm -rf "$d/fs/b" "$d/fs"/big?
+    find "$d/fs/a" -name '*.h' -size +8k -delete
+    (cd "$d/fs" && find a -type f -exec sha256sum {} + > "$d/sums")
+    sync -f "$d/fs"
+    fstrim "$d/fs" || fail "$front: fstrim failed"
+    xfs_stop "$front" "$d"
+    used_after=$(rbd_used "rbd/$img")
+    echo "$front: rbd du: $used_full bytes with both copies, $used_after after deletes + fstrim + stop"
+    # 48 MiB of large files deleted: at least 32 MiB of whole objects.
+    [ "$used_after" -le $(( used_full - 32 * 1048576 )) ] ||
+        fail "$front: rbd du did not go down by 32 MiB ($used_full -> $used_after)"
+    [ "$(json_get "$d/stats.json" forwarded)" -gt 0 ] || fail "$front: nothing forwarded"
+
+    xfs_start "$front" "$d" "$img"
+    (cd "$d/fs" && sha256sum --quiet -c "$d/sums") || fail "$front: files differ after a restart"
+    xfs_stop "$front" "$d"
+}
+
+# xfs_start FRONTEND DIR IMAGE [mkfs]: the stack up, XFS on DIR/fs.
+xfs_start ()
+{
+    local front=$1 d=$2 img=$3
+    mkdir -p "$d/fuse" "$d/fs"
+    rm -f "$d/nbd.sock" "$d/pid" "$d/stats.json"
+    case $front in
+    nbdkit)
+        start_nbdkit -P "$d/pid" -U "$d/nbd.sock" "$PLUGIN" backend="rbd:rbd/$img" \
+            ctl="$d/ctl" statsfile="$d/stats.json" delay=1s idle=50ms
+        XFS_PID=$NBDKIT_PID
+        E2E_DIR=$d
+        e2e_nbdfuse "$d" "$d/nbd.sock" ;;
+    fuse)
+        start_discardfuse "$d/fuse" backend="rbd:rbd/$img" ctl="$d/ctl" \
+            statsfile="$d/stats.json" delay=1s idle=50ms
+        XFS_PID=$DISCARDFUSE_PID ;;
+    esac
+    attach_loop "$d/fuse/disk" || fail "losetup failed"
+    XFS_DEV=$LOOP_DEV
+    [ "${4:-}" = mkfs ] && { mkfs.xfs -q "$XFS_DEV" || fail "mkfs.xfs failed"; }
+    mount -o discard "$XFS_DEV" "$d/fs" || fail "mount failed"
+    cleanup_fn umount_if_mounted "$d/fs"
+}
+
+xfs_stats ()
+{
+    "$DISCARDCTL" -s "$2/ctl" stats --json
+}
+
+# xfs_stop FRONTEND DIR: umount, xfs_repair -n, and the server down cleanly.
+xfs_stop ()
+{
+    local front=$1 d=$2
+    umount "$d/fs" || fail "umount failed"
+    xfs_repair -n "$XFS_DEV" >"$d/repair.out" 2>&1 ||
+        { cat "$d/repair.out"; fail "$front: xfs_repair -n found problems"; }
+    detach_loop "$XFS_DEV"
+    case $front in
+    nbdkit)
+        E2E_DIR=$d e2e_stop_nbdfuse
+        stop_pid "$XFS_PID" nbdkit ;;
+    fuse)
+        stop_discardfuse "$d/fuse" "$XFS_PID" || fail "discardfuse failed at its stop" ;;
+    esac
+    wait_for_file "$d/stats.json" || fail "$front: no statistics at the stop"
+}
+
+case_xfs ()
+{
+    requires_loop
+    source "$abs_top_srcdir/tests/e2e/e2e-lib.sh"
+    xfs_round nbdkit xfsn
+    xfs_round fuse xfsf
+}
+
+t0=$(date +%s)
+for c in $CEPH_CASES; do
+    case_start=$(date +%s)
+    echo "=== $c"
+    "case_$c"
+    echo "=== $c: ok in $(( $(date +%s) - case_start )) s"
+done
+echo "ceph: all cases passed in $(( $(date +%s) - t0 )) s"
