@@ -41,6 +41,18 @@ static const struct thin_meta_id id = {
 };
 
 /* Every slot is either mapped by exactly one run or free. */
+/* The reserve's runs are free: none is mapped (invariant 12). */
+static void
+check_reserve (const struct extmap *reserve, const struct extmap *free_set)
+{
+  struct extent x, f;
+
+  for (uint64_t p = 0; extmap_find_from (reserve, p, &x);
+       p = x.offset + x.length)
+    CHECK (extmap_find_overlap (free_set, x.offset, x.length, &f) &&
+           f.offset <= x.offset && f.offset + f.length >= x.offset + x.length);
+}
+
 static void
 check_map (const struct thin_map *m, const struct extmap *free_set)
 {
@@ -84,11 +96,13 @@ recover (const uint8_t *data, size_t size)
     CHECK (rec.valid_len >= rec.checkpoint_len);
     CHECK ((rec.valid_len - rec.checkpoint_len) % rsize == 0);
     check_map (&m, rec.free);
+    check_reserve (rec.reserve, rec.free);
     extmap_free (rec.free);
+    extmap_free (rec.reserve);
   }
   else {
     CHECK (why[0] != '\0');
-    CHECK (rec.free == NULL);
+    CHECK (rec.free == NULL && rec.reserve == NULL);
   }
   thin_map_free (&m);
 }
@@ -134,14 +148,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
 static void
 write_seed (const char *dir, const char *name, const struct thin_map *m,
-            const struct thin_record *recs, size_t nrecs)
+            const struct extmap *reserve, const struct thin_record *recs,
+            size_t nrecs)
 {
   char path[4096];
   void *img;
   size_t len;
   FILE *fp;
 
-  CHECK (thin_checkpoint_encode (&id, m->runs, NULL, 1, 0, &img, &len) == 0);
+  CHECK (thin_checkpoint_encode (&id, m->runs, reserve, 1, 0, &img,
+                                 &len) == 0);
   snprintf (path, sizeof path, "%s/%s", dir, name);
   fp = fopen (path, "w");
   CHECK (fp != NULL);
@@ -165,7 +181,14 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
     { THIN_REC_MAP, 2, 1, 10, 8 }, { THIN_REC_MAP, 1, 2, 12, 11 },
     { THIN_REC_UNMAP, 1, 3, 11, 9 }, { THIN_REC_MAP, 1, 4, 20, 9 },
     { THIN_REC_UNMAP, 3, 5, 1, 1 },
+  }, kept[] = {
+    /* The reserve: 6-7 from the checkpoint, 0-1 kept, 6 and 7 mapped
+     * again, 0-1 released.
+     */
+    { THIN_REC_KEEP, 2, 1, 0, 0 }, { THIN_REC_MAP, 1, 2, 20, 6 },
+    { THIN_REC_RELEASE, 2, 3, 0, 0 }, { THIN_REC_MAP, 1, 4, 22, 7 },
   };
+  struct extmap *reserve;
 
   if (dir == NULL)
     return 0;
@@ -173,9 +196,14 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
   CHECK (thin_map_init (&some, NLOGICAL, NPHYS) == 0);
   CHECK (thin_map_add (&some, 0, 6, 0) == 0);
   CHECK (thin_map_add (&some, 30, 2, 14) == 0);
-  write_seed (dir, "empty", &empty, NULL, 0);
-  write_seed (dir, "mapped", &some, NULL, 0);
-  write_seed (dir, "journal", &some, recs, sizeof recs / sizeof recs[0]);
+  write_seed (dir, "empty", &empty, NULL, NULL, 0);
+  write_seed (dir, "mapped", &some, NULL, NULL, 0);
+  write_seed (dir, "journal", &some, NULL, recs, sizeof recs / sizeof recs[0]);
+  CHECK ((reserve = extmap_new ()) != NULL);
+  CHECK (extmap_insert (reserve, 6, 2, 0) == 0);
+  write_seed (dir, "reserve", &some, reserve, kept,
+              sizeof kept / sizeof kept[0]);
+  extmap_free (reserve);
   thin_map_free (&empty);
   thin_map_free (&some);
   exit (0);

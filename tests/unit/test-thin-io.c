@@ -268,6 +268,106 @@ test_huge_export (void **state)
   assert_int_equal (stats ().th.mapped, 0);
 }
 
+/* A read in flight keeps its physical slot: a TRIM of its slots, the
+ * commit that would free them and a write that reuses them all wait for
+ * it, so it never returns another logical slot's data (thin-order.h).
+ * The backend holds the read until the test lets it go.
+ */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool armed, entered, go, trimmed;
+  int (*pread) (struct backend *, void *, uint32_t, uint64_t);
+} held = {
+  .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+};
+
+static int
+held_pread (struct backend *b, void *buf, uint32_t count, uint64_t offset)
+{
+  pthread_mutex_lock (&held.lock);
+  if (held.armed) {
+    held.armed = false;
+    held.entered = true;
+    pthread_cond_broadcast (&held.cond);
+    while (!held.go)
+      pthread_cond_wait (&held.cond, &held.lock);
+  }
+  pthread_mutex_unlock (&held.lock);
+  return held.pread (b, buf, count, offset);
+}
+
+static unsigned char held_buf[SLOT];
+
+static void *
+held_reader (void *arg)
+{
+  return (void *) (intptr_t) volume_pread (vol, held_buf, SLOT, 0);
+}
+
+static void *
+trim_and_reuse (void *arg)
+{
+  static unsigned char data[SLOT];
+  int r;
+
+  memset (data, 0x55, sizeof data);
+  r = volume_trim (vol, 0, SLOT, false);
+  if (r == 0)
+    r = volume_flush (vol);
+  pthread_mutex_lock (&held.lock);
+  held.trimmed = true;
+  pthread_mutex_unlock (&held.lock);
+  if (r == 0)
+    r = volume_pwrite (vol, data, SLOT, 5 * SLOT, false);
+  return (void *) (intptr_t) r;
+}
+
+static void
+test_read_keeps_its_slot (void **state)
+{
+  struct mem_backend *m = mem_backend_new (DISK, 4 * KiB, 1 << 30);
+  pthread_t reader, trimmer;
+  void *rr, *tr;
+  int64_t p0;
+  bool early;
+
+  held.pread = m->ops.pread;
+  m->ops.pread = held_pread;
+  reserve_key = "1M";                   /* the freed slot is reused next */
+  vol = open_thin_on (m, "64k", "2M");
+  assert_non_null (vol);
+  fill (0, SLOT, 0x11);
+  assert_int_equal (volume_flush (vol), 0);
+  p0 = phys_of (0);
+  held.armed = true;
+  held.entered = held.go = held.trimmed = false;
+  assert_int_equal (pthread_create (&reader, NULL, held_reader, NULL), 0);
+  pthread_mutex_lock (&held.lock);
+  while (!held.entered)
+    pthread_cond_wait (&held.cond, &held.lock);
+  pthread_mutex_unlock (&held.lock);
+  assert_int_equal (pthread_create (&trimmer, NULL, trim_and_reuse, NULL), 0);
+  usleep (200000);
+  pthread_mutex_lock (&held.lock);
+  early = held.trimmed;
+  held.go = true;
+  pthread_cond_broadcast (&held.cond);
+  pthread_mutex_unlock (&held.lock);
+  pthread_join (reader, &rr);
+  pthread_join (trimmer, &tr);
+  assert_int_equal ((intptr_t) rr, 0);
+  assert_int_equal ((intptr_t) tr, 0);
+  /* The commit waited for the read; the read saw the old data. */
+  assert_false (early);
+  for (size_t i = 0; i < SLOT; i++)
+    if (held_buf[i] != 0x11)
+      fail_msg ("byte %zu of the read: %#x, expected 0x11", i, held_buf[i]);
+  assert_int_equal (phys_of (5), p0);
+  assert_filled (5 * SLOT, SLOT, 0x55);
+  assert_filled (0, SLOT, 0);
+}
+
 int
 main (void)
 {
@@ -275,6 +375,7 @@ main (void)
 #define T(name) \
   cmocka_unit_test_setup_teardown (name, thin_setup, thin_teardown)
     T (test_dump_map_runs),
+    T (test_read_keeps_its_slot),
     T (test_zero_keeps_slots),
     T (test_subslot_zeros),
     T (test_zero_fill_known_zero),

@@ -203,6 +203,7 @@ test_checkpoint_roundtrip (void **state)
     assert_int_equal (rec.version, THIN_VERSION);
     assert_int_equal (extmap_bytes (rec.free), NPHYS - m.mapped);
     extmap_free (rec.free);
+    extmap_free (rec.reserve);
     thin_map_free (&r);
     /* Any damaged byte is refused. */
     for (size_t i = 0; i < len; i += 7) {
@@ -288,8 +289,10 @@ recover (const unsigned char *img, size_t len, struct thin_map *m,
   r = thin_meta_recover (img, len, &test_id, m, rec, why, sizeof why);
   if (r == -1)
     assert_true (why[0] != '\0');
-  else
+  else {
     extmap_free (rec->free);
+    extmap_free (rec->reserve);
+  }
   return r;
 }
 
@@ -536,6 +539,7 @@ test_checkpoint_concurrent (void **state)
                            sizeof why) == -1)
       fail_msg ("a meta file taken at run time does not recover: %s", why);
     extmap_free (rec.free);
+    extmap_free (rec.reserve);
     assert_no_slot_twice (&m);
     thin_map_free (&m);
     free (img);

@@ -27,6 +27,7 @@
 #define DISCARDCACHE_THIN_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -76,8 +77,13 @@ struct thin {
   pthread_cond_t changed;           /* a request ended, slots were freed */
   struct thin_map map GUARDED_BY (thin_lock);
   struct thin_space space GUARDED_BY (thin_lock);
-  /* Requests in flight (thin-order.c). */
+  /* Requests in flight (thin-order.c), reads apart: those count
+   * themselves in readers[] by the parity of read_epoch, which a commit
+   * turns over before it frees unmapped slots (thin-order.h).
+   */
   struct thin_op *ops GUARDED_BY (thin_lock);
+  unsigned read_epoch GUARDED_BY (thin_lock);
+  atomic_uint_fast64_t readers[2];
   uint64_t next_ticket GUARDED_BY (thin_lock);
   /* Unmapped runs not free yet, in sequence order. */
   struct thin_undurable *undurable GUARDED_BY (thin_lock);

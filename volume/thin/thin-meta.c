@@ -25,6 +25,7 @@
 #include "grow.h"
 #include "log.h"
 #include "thin-internal.h"
+#include "thin-order.h"
 
 /* The largest meta file we load. */
 #define META_MAX (UINT64_C (1) << 32)
@@ -307,7 +308,8 @@ commit_and_release_lock (struct thin *t, bool client_flush)
 {
   const unsigned char *records;
   uint64_t upto, limit = 0;
-  bool over = false;
+  bool over = false, frees;
+  unsigned parity = 0;
   size_t len;
   int r;
 
@@ -316,6 +318,12 @@ commit_and_release_lock (struct thin *t, bool client_flush)
   records = t->taken;
   len = t->takenlen;
   upto = t->next_seq - 1;
+  /* Unmapped runs this commit may free: reads that began before now
+   * may still hold their old mapping (thin-order.h).
+   */
+  frees = r == 0 && t->nundurable > 0;
+  if (frees)
+    parity = thin_read_epoch_turn_locked (t);
   thin_lock_release (t);
   if (r == -1) {
     thin_commit_lock_release (t);
@@ -332,6 +340,8 @@ commit_and_release_lock (struct thin *t, bool client_flush)
     bool full;
 
     t->journal_end += len;
+    if (frees)
+      thin_reads_wait (t, parity);
     thin_lock_acquire (t);
     t->takenlen = 0;
     t->durable_seq = upto;

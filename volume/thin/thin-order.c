@@ -5,6 +5,8 @@
 #include <config.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "thin-internal.h"
 #include "thin-order.h"
@@ -58,4 +60,39 @@ thin_op_end_locked (struct thin *t, struct thin_op *op)
     ;
   *pp = op->next;
   pthread_cond_broadcast (&t->changed);
+}
+
+unsigned
+thin_read_begin_locked (struct thin *t)
+  REQUIRES (thin_lock)
+{
+  unsigned parity = t->read_epoch & 1;
+
+  /* Relaxed: the lock orders it before a commit's turn of the epoch. */
+  atomic_fetch_add_explicit (&t->readers[parity], 1, memory_order_relaxed);
+  return parity;
+}
+
+void
+thin_read_end (struct thin *t, unsigned parity)
+{
+  atomic_fetch_sub_explicit (&t->readers[parity], 1, memory_order_release);
+}
+
+unsigned
+thin_read_epoch_turn_locked (struct thin *t)
+  REQUIRES (thin_lock)
+{
+  return t->read_epoch++ & 1;
+}
+
+/* Reads take microseconds to milliseconds: poll. */
+void
+thin_reads_wait (struct thin *t, unsigned parity)
+  EXCLUDES (thin_lock)
+{
+  const struct timespec pause = { .tv_nsec = 20000 };
+
+  while (atomic_load_explicit (&t->readers[parity], memory_order_acquire) > 0)
+    nanosleep (&pause, NULL);
 }

@@ -416,22 +416,21 @@ thin_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
 {
   struct thin *t = thin_of (v);
   struct read_args a = { .buf = buf, .offset = offset };
-  uint64_t l0, l1;
-  struct thin_op op;
   struct run first;
+  unsigned parity;
   int r;
 
   if (volume_check_range (v, offset, count, false) == -1)
     return -1;
-  slot_range (t, offset, count, &l0, &l1);
+  /* One hold of the lock: no unmapped slot is freed while the read
+   * counts itself (thin-order.h).
+   */
   thin_lock_acquire (t);
-  thin_op_begin_drops_lock (t, &op, l0, l1, OP_IO);
+  parity = thin_read_begin_locked (t);
   lookup_run_locked (t, offset, offset + count, &first);
   thin_lock_release (t);
   r = for_each_run (t, offset, count, read_run, &a, &first);
-  thin_lock_acquire (t);
-  thin_op_end_locked (t, &op);
-  thin_lock_release (t);
+  thin_read_end (t, parity);
   return r;
 }
 
