@@ -84,11 +84,11 @@ recover (const uint8_t *data, size_t size)
     CHECK (rec.valid_len >= rec.checkpoint_len);
     CHECK ((rec.valid_len - rec.checkpoint_len) % rsize == 0);
     check_map (&m, rec.free);
-    extmap_free (rec.free);
+    thin_recovery_release (&rec);
   }
   else {
     CHECK (why[0] != '\0');
-    CHECK (rec.free == NULL);
+    CHECK (rec.free == NULL && rec.reserve == NULL);
   }
   thin_map_free (&m);
 }
