@@ -5,14 +5,16 @@
  * and every record's checksum fixed up (for the version the input
  * says) so that mutations reach the runs and the replay.  Whatever
  * recovers must map no physical slot twice, its free set must be
- * exactly the slots no run maps, and the journal must end on a record
- * boundary within the input.
+ * exactly the slots no run maps, its reserve must lie within the free
+ * set, and the journal must end on a record boundary within the input.
  *
- * FUZZ_WRITE_SEEDS=DIR fuzz-thin writes the version 2 seeds (valid meta
- * files) to DIR and exits: that is how tests/fuzz/corpus-thin was made;
- * its version 1 seed is tests/unit/thin-meta-v1.img (the same
- * identity: 32 logical slots of 64 KiB on 16 physical ones, backend
- * "mem").
+ * FUZZ_WRITE_SEEDS=DIR fuzz-thin writes the seeds of the current
+ * version (valid meta files; "reserve" has a reserve and keep, map and
+ * release records) to DIR and exits: that is how tests/fuzz/corpus-thin
+ * was made.  Its version2-* seeds were written so by a build that wrote
+ * version 2, its version 1 seed is tests/unit/thin-meta-v1.img (the
+ * same identity: 32 logical slots of 64 KiB on 16 physical ones,
+ * backend "mem").
  */
 #include <config.h>
 
@@ -81,6 +83,19 @@ check_map (const struct thin_map *m, const struct extmap *free_set)
     CHECK (owner[p] != 0);
 }
 
+/* The reserve holds free slots only. */
+static void
+check_reserve (const struct extmap *reserve, const struct extmap *free_set)
+{
+  struct extent r, f;
+
+  for (uint64_t p = 0; extmap_find_from (reserve, p, &r);
+       p = r.offset + r.length)
+    CHECK (extmap_find_overlap (free_set, r.offset, r.length, &f) &&
+           f.offset <= r.offset &&
+           f.offset + f.length >= r.offset + r.length);
+}
+
 static void
 recover (const uint8_t *data, size_t size)
 {
@@ -97,8 +112,7 @@ recover (const uint8_t *data, size_t size)
     CHECK ((rec.valid_len - rec.checkpoint_len) % rsize == 0);
     check_map (&m, rec.free);
     check_reserve (rec.reserve, rec.free);
-    extmap_free (rec.free);
-    extmap_free (rec.reserve);
+    thin_recovery_release (&rec);
   }
   else {
     CHECK (why[0] != '\0');
@@ -156,8 +170,7 @@ write_seed (const char *dir, const char *name, const struct thin_map *m,
   size_t len;
   FILE *fp;
 
-  CHECK (thin_checkpoint_encode (&id, m->runs, reserve, 1, 0, &img,
-                                 &len) == 0);
+  CHECK (thin_checkpoint_encode (&id, m->runs, reserve, 1, 0, &img, &len) == 0);
   snprintf (path, sizeof path, "%s/%s", dir, name);
   fp = fopen (path, "w");
   CHECK (fp != NULL);
@@ -181,12 +194,13 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
     { THIN_REC_MAP, 2, 1, 10, 8 }, { THIN_REC_MAP, 1, 2, 12, 11 },
     { THIN_REC_UNMAP, 1, 3, 11, 9 }, { THIN_REC_MAP, 1, 4, 20, 9 },
     { THIN_REC_UNMAP, 3, 5, 1, 1 },
-  }, kept[] = {
-    /* The reserve: 6-7 from the checkpoint, 0-1 kept, 6 and 7 mapped
-     * again, 0-1 released.
-     */
-    { THIN_REC_KEEP, 2, 1, 0, 0 }, { THIN_REC_MAP, 1, 2, 20, 6 },
-    { THIN_REC_RELEASE, 2, 3, 0, 0 }, { THIN_REC_MAP, 1, 4, 22, 7 },
+  };
+  /* On "mapped" with physical 6 and 7 in the reserve: logical 2 and 3
+   * unmapped into it, logical 10 mapped from it, physical 7 released.
+   */
+  static const struct thin_record reserve_recs[] = {
+    { THIN_REC_KEEP, 2, 1, 2, 2 }, { THIN_REC_MAP, 1, 2, 10, 6 },
+    { THIN_REC_RELEASE, 1, 3, 0, 7 },
   };
   struct extmap *reserve;
 
@@ -196,13 +210,13 @@ LLVMFuzzerInitialize (int *argc, char ***argv)
   CHECK (thin_map_init (&some, NLOGICAL, NPHYS) == 0);
   CHECK (thin_map_add (&some, 0, 6, 0) == 0);
   CHECK (thin_map_add (&some, 30, 2, 14) == 0);
+  reserve = extmap_new ();
+  CHECK (reserve != NULL && extmap_insert (reserve, 6, 2, 0) == 0);
   write_seed (dir, "empty", &empty, NULL, NULL, 0);
   write_seed (dir, "mapped", &some, NULL, NULL, 0);
   write_seed (dir, "journal", &some, NULL, recs, sizeof recs / sizeof recs[0]);
-  CHECK ((reserve = extmap_new ()) != NULL);
-  CHECK (extmap_insert (reserve, 6, 2, 0) == 0);
-  write_seed (dir, "reserve", &some, reserve, kept,
-              sizeof kept / sizeof kept[0]);
+  write_seed (dir, "reserve", &some, reserve, reserve_recs,
+              sizeof reserve_recs / sizeof reserve_recs[0]);
   extmap_free (reserve);
   thin_map_free (&empty);
   thin_map_free (&some);

@@ -202,8 +202,7 @@ test_checkpoint_roundtrip (void **state)
     assert_int_equal (rec.valid_len, len);
     assert_int_equal (rec.version, THIN_VERSION);
     assert_int_equal (extmap_bytes (rec.free), NPHYS - m.mapped);
-    extmap_free (rec.free);
-    extmap_free (rec.reserve);
+    thin_recovery_release (&rec);
     thin_map_free (&r);
     /* Any damaged byte is refused. */
     for (size_t i = 0; i < len; i += 7) {
@@ -212,6 +211,7 @@ test_checkpoint_roundtrip (void **state)
       assert_int_equal (thin_meta_recover (img, len, &test_id, &r, &rec, why,
                                            sizeof why), -1);
       assert_null (rec.free);
+      assert_null (rec.reserve);
       thin_map_free (&r);
       img[i] ^= 0x10;
     }
@@ -289,10 +289,8 @@ recover (const unsigned char *img, size_t len, struct thin_map *m,
   r = thin_meta_recover (img, len, &test_id, m, rec, why, sizeof why);
   if (r == -1)
     assert_true (why[0] != '\0');
-  else {
-    extmap_free (rec->free);
-    extmap_free (rec->reserve);
-  }
+  else
+    thin_recovery_release (rec);
   return r;
 }
 
@@ -538,8 +536,7 @@ test_checkpoint_concurrent (void **state)
     if (thin_meta_recover (img, len, &test_id, &m, &rec, why,
                            sizeof why) == -1)
       fail_msg ("a meta file taken at run time does not recover: %s", why);
-    extmap_free (rec.free);
-    extmap_free (rec.reserve);
+    thin_recovery_release (&rec);
     assert_no_slot_twice (&m);
     thin_map_free (&m);
     free (img);

@@ -170,8 +170,7 @@ assert_reserve_unmapped (const unsigned char *img, size_t len,
     assert_true (f.offset <= x.offset &&
                  f.offset + f.length >= x.offset + x.length);
   }
-  extmap_free (rec.free);
-  extmap_free (rec.reserve);
+  thin_recovery_release (&rec);
   thin_map_free (&m);
 }
 

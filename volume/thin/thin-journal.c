@@ -484,10 +484,15 @@ thin_meta_recover (const void *image, size_t len,
                      "reads versions 1 and 2 (converted) and %d",
                      rec->version, THIN_VERSION);
   }
-  if (r == -1) {
-    extmap_free (rec->free);
-    extmap_free (rec->reserve);
-    rec->free = rec->reserve = NULL;
-  }
+  if (r == -1)
+    thin_recovery_release (rec);
   return r;
+}
+
+void
+thin_recovery_release (struct thin_recovery *rec)
+{
+  extmap_free (rec->free);
+  extmap_free (rec->reserve);
+  rec->free = rec->reserve = NULL;
 }

@@ -304,13 +304,18 @@ struct thin_recovery {
  * (valid_len tells where).  Reads versions 1 to 3.  -1 with the reason
  * in why when the image belongs to something else, is of another
  * version, its checkpoint is corrupt, or a record with a good checksum
- * contradicts the map.  On success rec->free and rec->reserve are set;
- * free them with extmap_free.
+ * contradicts the map.  On success rec->free and rec->reserve are set:
+ * take them or call thin_recovery_release.  On failure both are NULL.
  */
 extern int thin_meta_recover (const void *image, size_t len,
                               const struct thin_meta_id *id,
                               struct thin_map *m, struct thin_recovery *rec,
                               char *why, size_t whylen);
+
+/* Free the sets a recovery owns (whichever are still set) and clear
+ * them, so that a member added later is freed wherever one is dropped.
+ */
+extern void thin_recovery_release (struct thin_recovery *rec);
 
 /* Shared by both versions' readers (thin-journal.c).  Both headers
  * hold the slot size, the exported size, the backend's size, kind,
