@@ -43,18 +43,6 @@ static const struct thin_meta_id id = {
 };
 
 /* Every slot is either mapped by exactly one run or free. */
-/* The reserve's runs are free: none is mapped (invariant 12). */
-static void
-check_reserve (const struct extmap *reserve, const struct extmap *free_set)
-{
-  struct extent x, f;
-
-  for (uint64_t p = 0; extmap_find_from (reserve, p, &x);
-       p = x.offset + x.length)
-    CHECK (extmap_find_overlap (free_set, x.offset, x.length, &f) &&
-           f.offset <= x.offset && f.offset + f.length >= x.offset + x.length);
-}
-
 static void
 check_map (const struct thin_map *m, const struct extmap *free_set)
 {
@@ -83,7 +71,7 @@ check_map (const struct thin_map *m, const struct extmap *free_set)
     CHECK (owner[p] != 0);
 }
 
-/* The reserve holds free slots only. */
+/* The reserve holds free slots only: none is mapped (invariant 12). */
 static void
 check_reserve (const struct extmap *reserve, const struct extmap *free_set)
 {
