@@ -254,6 +254,27 @@ nbdc_lost (struct nbd_conn *c)
     nbd_aio_is_dead (c->nbd) == 1 || nbd_aio_is_closed (c->nbd) == 1;
 }
 
+/* nbdkit, on SIGTERM, answers ESHUTDOWN but exits only once its clients
+ * have gone; until then its socket still takes connections and never
+ * answers them.  Holding the broken connection open until a new one is
+ * made would make every reconnect wait out CONNECT_TIMEOUT_MS, so the
+ * goodbye goes at once (the reader writes it; the requests still in
+ * flight on c complete with an error when the server closes, and are
+ * sent again on the new connection).
+ */
+void
+nbdc_abandon (struct nbd_conn *c)
+{
+  if (atomic_exchange (&c->broken, true))
+    return;
+  if (nbd_aio_is_dead (c->nbd) == 1 || nbd_aio_is_closed (c->nbd) == 1)
+    return;
+  if (nbd_aio_disconnect (c->nbd, 0) == -1)
+    dc_debug ("nbd: disconnect: %s", nbd_get_error ());
+  else if (c->running)
+    nbdc_kick (c);
+}
+
 /* A server that came back must be the one we had: same size, and
  * writable if we write.
  */

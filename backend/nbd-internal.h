@@ -94,6 +94,12 @@ extern void nbdc_kick (struct nbd_conn *c) __attribute__ ((nonnull (1)));
 /* Whether the connection is gone (dead, closed, or broken). */
 extern bool nbdc_lost (struct nbd_conn *c) __attribute__ ((nonnull (1)));
 
+/* A request on c met ESHUTDOWN or ENOTCONN: mark it broken and, the
+ * first time, say goodbye on it, so that a server shutting down is not
+ * kept waiting for us to close it.
+ */
+extern void nbdc_abandon (struct nbd_conn *c) __attribute__ ((nonnull (1)));
+
 /* Release a connection taken from slot or by nbdc_renew; a retired one
  * is closed by its last user.
  */

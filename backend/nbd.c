@@ -237,7 +237,7 @@ send_cmd (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
       r = 0;
     else if (e == ESHUTDOWN ||  /* not run: the server is going away */
              e == ENOTCONN)     /* lost; libnbd may not say so yet */
-      atomic_store (&c->broken, true);
+      nbdc_abandon (c);
     else if (!nbdc_lost (c)) {
       *err = e;
       r = -1;

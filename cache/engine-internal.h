@@ -219,10 +219,6 @@ extern void engine_protection_init_locked (struct engine *e)
 extern void engine_breaker_probe_now_locked (struct engine *e)
   REQUIRES (engine_lock);
 
-/* The clock ms before which the breaker lets nothing go (0: closed). */
-extern uint64_t engine_breaker_wait_ms_locked (struct engine *e)
-  REQUIRES (engine_lock);
-
 /* The largest range to pick for the next discard: one chunk, or the
  * probe's size (1 MiB, whole granules) while the breaker holds.
  */

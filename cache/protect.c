@@ -53,18 +53,6 @@ engine_breaker_probe_now_locked (struct engine *e)
 }
 
 uint64_t
-engine_breaker_wait_ms_locked (struct engine *e)
-  REQUIRES (engine_lock)
-{
-  uint64_t at;
-
-  if (!breaker_holds (&e->breaker))
-    return 0;
-  breaker_probe_due (&e->breaker, engine_now_ns (e), &at);
-  return at == UINT64_MAX ? engine_now_ms (e) + 1 : at / 1000000;
-}
-
-uint64_t
 engine_pick_limit_locked (struct engine *e)
   REQUIRES (engine_lock)
 {

@@ -151,12 +151,24 @@ drop_leftovers_locked (struct engine *e, uint64_t small_len,
   }
 }
 
+/* Within the stop's bound, a failed discard or probe is sent again
+ * after at most this long, whatever the backoff had grown to.
+ */
+#define STOP_RETRY_MAX_MS UINT64_C (250)
+
 /* Largest first, so that the device learns of the most free space in
  * the time given; a discard that fails with a transient error went back
  * into the map: wait out the backoff and send it again, as the flusher
  * would have, rather than give up on everything at the first error.
  * The threshold is asked again after each discard: the first ones
  * measure the device when nothing had been forwarded before.
+ *
+ * The stop is asked for, as a flush is: an open breaker probes now, and
+ * again after a failed probe, one at a time, at most STOP_RETRY_MAX_MS
+ * apart.  The breaker's own backoff (a second, then doubling) would
+ * leave a single probe in the default stop-timeout=, and a backend that
+ * came back just after it failed would see everything dropped.
+ * stop-timeout= bounds what a device in trouble is asked.
  */
 void
 engine_stop_forward_drops_lock (struct engine *e, uint64_t deadline)
@@ -166,12 +178,10 @@ engine_stop_forward_drops_lock (struct engine *e, uint64_t deadline)
   uint64_t now, offset, length, n = 0, bytes = 0, start = engine_now_ms (e);
   uint32_t time;
 
-  /* The stop is asked for, as a flush is: an open breaker probes now. */
-  engine_breaker_probe_now_locked (e);
   while (!e->forwarding_disabled && (now = engine_now_ms (e)) < deadline) {
-    uint64_t wait_until = MAX (e->retry_at_ms,
-                               engine_breaker_wait_ms_locked (e));
+    uint64_t wait_until = MIN (e->retry_at_ms, now + STOP_RETRY_MAX_MS);
 
+    engine_breaker_probe_now_locked (e);
     if (now < wait_until) {
       engine_sleep_drops_lock (e, MIN (wait_until, deadline) - now);
       continue;

@@ -73,8 +73,12 @@ done
 # Each stop loses the connections; after a SIGKILL the server is away
 # for a while (connects fail, then "reconnected"), after a SIGTERM the
 # next attempt may already find the new one.
-lost=$(grep -c "connection [0-9]* lost" "$dir/dc.log")
-[ "$lost" -ge 4 ] || { cat "$dir/dc.log"; fail "connections lost only $lost times, not 4"; }
+# Every stop is seen: the first connection, which every read and write
+# tries first, is lost each time.  (Counting any connection's loss let a
+# reconnect that hung on the dying server's socket for the connect
+# timeout hide the two stops behind it: four connections, two stops.)
+lost=$(grep -c "connection 0 lost" "$dir/dc.log")
+[ "$lost" -ge 4 ] || { cat "$dir/dc.log"; fail "the first connection was lost only $lost times, not 4: a stop went unseen"; }
 n=$(grep -c "reconnected" "$dir/dc.log")
 [ "$n" -ge 2 ] || { cat "$dir/dc.log"; fail "reconnected only $n times, not 2"; }
 echo "reconnect: ok ($(result ops) operations, $(result write_errors) writes" \

@@ -3,8 +3,9 @@
  * machine (errors, latency, probes and their backoff, closing by hand),
  * the windows' parser and arithmetic, and in the engine: an open
  * breaker holds the flusher and drops (counted) at max-extents, a probe
- * closes it; a closed window holds the flusher except under pressure;
- * a write between a discard and its proof check voids the sample.
+ * closes it, the stop probes again after a failed probe; a closed window
+ * holds the flusher except under pressure; a write between a discard
+ * and its proof check voids the sample.
  */
 #include <config.h>
 
@@ -324,6 +325,46 @@ test_engine_probe_einval (void **state)
   engine_close (e);
 }
 
+static uint64_t
+real_clock (void *opaque)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
+/* The stop is asked for, as a flush is: an open breaker probes at once
+ * and, after a failed probe, again within the stop's bound rather than
+ * after the breaker's doubled backoff (2 s here, the whole bound), so a
+ * device that recovers during the stop gets what is pending.  On the
+ * real clock: the stop's waits are real.
+ */
+static void
+test_engine_stop_probes_again (void **state)
+{
+  static const char *const keys[] = {
+    "breaker-errors", "1", "breaker-backoff", "1s", NULL,
+  };
+  struct mem_backend *mem;
+  struct engine *e = open_engine (&mem, keys);
+
+  engine_test_set_clock (e, real_clock, NULL);
+  mem->fail_errno = EIO;
+  mem->fail_count = 2;          /* the flusher's discard, the first probe */
+  for (int i = 0; i < 3; i++)
+    assert_int_equal (engine_trim (e, i * 64 * KiB, 16 * KiB, false), 0);
+  engine_flusher_step (e);
+  assert_string_equal (stats (e).breaker_state, "open");
+  engine_stop (e, 2000);
+  assert_int_equal (stats (e).breaker_probes, 2);
+  assert_string_equal (stats (e).breaker_state, "closed");
+  assert_int_equal (stats (e).dropped_stop_bytes, 0);
+  assert_int_equal (stats (e).pending_bytes, 0);
+  assert_int_equal (mem->ncalls, 3);
+  engine_close (e);
+}
+
 static void
 write_byte (struct engine *e, uint64_t offset, uint32_t length, int byte)
 {
@@ -407,6 +448,7 @@ main (void)
     cmocka_unit_test (test_window_until),
     cmocka_unit_test (test_engine_breaker),
     cmocka_unit_test (test_engine_probe_einval),
+    cmocka_unit_test (test_engine_stop_probes_again),
     cmocka_unit_test (test_engine_proof_race),
     cmocka_unit_test (test_engine_window_pressure),
   };
