@@ -171,7 +171,7 @@ add_allocated (uint64_t offset, uint64_t length, uint32_t type, void *opaque)
 }
 
 int
-backend_allocated_bytes (struct backend *b, uint64_t offset, uint64_t length,
+backend_range_allocated (struct backend *b, uint64_t offset, uint64_t length,
                          uint64_t *allocated)
 {
   *allocated = 0;

@@ -77,7 +77,7 @@ struct backend_ops {
   int (*flush) (struct backend *b);
   /* Optional (NULL when !can_extents): describe [offset, offset+length).
    * BACKEND_EXTENT_HOLE must mean deallocated: proof of effect
-   * (backend_allocated_bytes) takes what is not a hole for space a
+   * (backend_range_allocated) takes what is not a hole for space a
    * discard left allocated.  file: SEEK_DATA/SEEK_HOLE; nbd: block status
    * base:allocation where the server offers it; blkdev: none (nothing
    * reliable says what a device freed).  A new backend gives proof of
@@ -157,7 +157,7 @@ extern int backend_lock (struct backend *b);
  * silently, when the backend cannot tell (no extents); other errors
  * are reported.
  */
-extern int backend_allocated_bytes (struct backend *b, uint64_t offset,
+extern int backend_range_allocated (struct backend *b, uint64_t offset,
                                     uint64_t length, uint64_t *allocated);
 
 /* Start the backend's own threads, once, after any fork (a thread does

@@ -144,7 +144,7 @@ engine_proof_turn_drops_lock (struct engine *e)
   if (!proof_take (&e->proof, &s))
     return;
   engine_lock_release (e);
-  r = backend_allocated_bytes (e->backend, s.offset, s.length, &allocated);
+  r = backend_range_allocated (e->backend, s.offset, s.length, &allocated);
   engine_lock_acquire (e);
   /* Invariant 11: a write since the discard (it took the range out of
    * the known-clean map before reaching the backend) voids the sample.

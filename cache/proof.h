@@ -5,7 +5,7 @@
  * system without hole punching keeps its blocks).  After forwarding,
  * a share of the discards (proof=, counted per command) is queued here,
  * clipped to proof-bytes; the flusher thread later asks the backend how
- * much of each is still allocated (backend_allocated_bytes), never on
+ * much of each is still allocated (backend_range_allocated), never on
  * a client's request path.  A sample counts only if the known-clean map
  * still covers it when the answer is in, so a write that raced with the
  * check cannot make a discard look ineffective.
