@@ -7,6 +7,7 @@
 #ifndef DISCARDCACHE_ENGINE_TEST_H
 #define DISCARDCACHE_ENGINE_TEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine.h"
@@ -27,6 +28,14 @@ extern void engine_test_set_clock (struct engine *e, engine_clock_fn *fn,
  * input (the thread then sleeps until signalled).
  */
 #define ENGINE_FLUSHER_IDLE UINT64_MAX
+
+/* Set the space-pressure state by hand, as low-water= sets it from the
+ * backend's free space (use without low-water=, whose next look would
+ * set it again): while set, windows do not hold the flusher and thin
+ * mode's reserve counts as 0 (invariant 11: pressure only forwards
+ * sooner).
+ */
+extern void engine_set_pressure (struct engine *e, bool pressure);
 
 /* One turn of the flusher, as its thread takes it: forward one range,
  * or decide when to look again.  Returns the clock time (ns) of the

@@ -185,12 +185,6 @@ extern void engine_forget_clean (struct engine *e, uint64_t *extents,
  */
 extern void engine_pause (struct engine *e, bool paused);
 
-/* Set the space-pressure state by hand (low-water= sets it itself from
- * the backend's free space): while set, forwarding windows do not hold
- * the flusher (invariant 11: pressure only forwards sooner).
- */
-extern void engine_set_pressure (struct engine *e, bool pressure);
-
 /* Whether the backend's free space is below low-water= now (or pressure
  * was set by hand): thin mode then discards its reuse reserve.
  */

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "engine.h"
+#include "engine-test.h"
 #include "mem-backend.h"
 #include "thin-util.h"
 #include "thin.h"
