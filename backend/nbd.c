@@ -221,9 +221,15 @@ send_cmd (struct nbd_backend *h, enum nbdb_cmd cmd, void *buf,
   for (int attempt = 0; attempt < 2 && r == 1; attempt++) {
     int e;
 
-    if (nbdc_lost (c) && (c = nbdc_renew (h, i, c)) == NULL) {
-      errno = EIO;
-      return 1;
+    if (nbdc_lost (c)) {
+      /* The reader saw it go while no request of ours was on it: the
+       * loss counts all the same (the next flush must hear of it).
+       */
+      nbdc_note_lost (h, i, c, "the server closed the connection");
+      if ((c = nbdc_renew (h, i, c)) == NULL) {
+        errno = EIO;
+        return 1;
+      }
     }
     e = run_cmd (c, cmd, buf, count, offset, flags);
     if (e == -1) {              /* refused before it was sent */

@@ -83,3 +83,38 @@ n=$(grep -c "reconnected" "$dir/dc.log")
 [ "$n" -ge 2 ] || { cat "$dir/dc.log"; fail "reconnected only $n times, not 2"; }
 echo "reconnect: ok ($(result ops) operations, $(result write_errors) writes" \
      "failed while the server was away, $n reconnections)"
+
+# A loss the reader sees while no request is on the connection counts
+# too: an unflushed write, the server killed and back while the plugin
+# idles, and the next flush must fail (the write may have died with the
+# server), the loss logged once.
+echo "== a loss while idle"
+start_dev 5
+start_nbdkit -P "$dir/idle.pid" -U "$dir/idle.sock" "$PLUGIN" backend="$uri" \
+    ctl=none 2>"$dir/idle.log"
+PATH=/usr/bin:$PATH timeout 60 nbdsh -u "nbd+unix:///?socket=$dir/idle.sock" \
+    -c 'h.pwrite(b"x" * 4096, 0)' \
+    -c "open('$dir/written', 'w').close()" \
+    -c "import os, time
+while not os.path.exists('$dir/restarted'): time.sleep(0.05)" \
+    -c 'try:
+    h.flush()
+    print("flush: ok")
+except nbd.Error as e:
+    print("flush: errno", e.errno)' > "$dir/idle.out" 2>&1 &
+npid=$!
+cleanup_fn stop_pid "$npid" nbdsh
+wait_for_file "$dir/written" 60 || fail "nbdsh did not write"
+kill -KILL "$(cat "$dir/dev.5.pid")"
+sleep 1
+start_dev 6
+# The plugin goes before the server it holds (nbdkit waits for clients).
+cleanup_fn stop_pidfile "$dir/idle.pid" nbdkit
+touch "$dir/restarted"
+wait "$npid" || { cat "$dir/idle.out"; fail "nbdsh failed"; }
+cat "$dir/idle.out"
+grep -qx "flush: errno EIO" "$dir/idle.out" || { cat "$dir/idle.log"; fail "the flush after an unseen loss did not fail with EIO"; }
+[ "$(grep -c "connection 0 lost: the server closed the connection" "$dir/idle.log")" -eq 1 ] ||
+    { cat "$dir/idle.log"; fail "the idle loss was not logged once"; }
+stop_pidfile "$dir/idle.pid" nbdkit
+echo "idle loss: ok"
