@@ -188,6 +188,19 @@ backend_start (struct backend *b)
   return b->ops->start ? b->ops->start (b) : 0;
 }
 
+bool
+backend_flush_covers (struct backend *b, int fd)
+{
+  return b->ops->flush_covers && b->ops->flush_covers (b, fd);
+}
+
+void
+backend_flush_start (struct backend *b)
+{
+  if (b->ops->flush_start)
+    b->ops->flush_start (b);
+}
+
 int
 backend_before_fork (struct backend *b)
 {

@@ -75,6 +75,15 @@ struct backend_ops {
   int (*discard) (struct backend *b, uint64_t offset, uint64_t length,
                   bool fua);
   int (*flush) (struct backend *b);
+  /* Optional (backend_flush_covers): whether this backend's flush also
+   * makes durable the writes to the file fd that completed before the
+   * flush was called, and (flush_start) start writing back what the
+   * next flush has to write, without waiting.  file: fd on the same
+   * ext4 or XFS file system (docs/design-notes.md, "One flush for the
+   * journal and the backend").
+   */
+  bool (*flush_covers) (struct backend *b, int fd);
+  void (*flush_start) (struct backend *b);
   /* Optional (NULL when !can_extents): describe [offset, offset+length).
    * BACKEND_EXTENT_HOLE must mean deallocated: proof of effect
    * (backend_range_allocated) takes what is not a hole for space a
@@ -166,6 +175,20 @@ extern int backend_range_allocated (struct backend *b, uint64_t offset,
  * (reported).
  */
 extern int backend_start (struct backend *b);
+
+/* Whether b's flush also makes durable what was written to the file fd
+ * and had completed (sync_file_range WAIT_AFTER) before the flush began:
+ * true only where the file system is known to flush the device's cache
+ * in every fdatasync of b's file, and fd is on that file system.
+ */
+extern bool backend_flush_covers (struct backend *b, int fd)
+  __attribute__ ((nonnull (1)));
+
+/* Start writing back what b's next flush will wait for (no waiting; a
+ * no-op where the backend has nothing to start).
+ */
+extern void backend_flush_start (struct backend *b)
+  __attribute__ ((nonnull (1)));
 
 /* A store whose connection cannot cross a fork (librados runs threads,
  * which a fork leaves behind in the parent) is checked, opened and

@@ -9,12 +9,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
 
 #include "arith.h"
 #include "cleanup.h"
@@ -215,6 +218,40 @@ file_free_space (struct backend *b, uint64_t *free, uint64_t *total)
   return 0;
 }
 
+/* Whether every fdatasync of the file ends with a flush of the cache of
+ * the device that also holds fd's blocks.  Read in the kernel (6.1):
+ * ext4_sync_file flushes the device unless the journal commit it waits
+ * for sends that flush later; xfs_file_fsync forces the log (a write
+ * with a cache flush before it) or flushes the data device, except for
+ * a realtime file (then only the realtime device).  Other file systems
+ * are not assumed to.
+ */
+static bool
+file_flush_covers (struct backend *b, int fd)
+{
+  int own = ((struct fd_backend *) b)->fd;
+  struct stat mine, theirs;
+  struct statfs fs;
+  struct fsxattr attr;
+
+  if (fstat (own, &mine) == -1 || fstat (fd, &theirs) == -1 ||
+      fstatfs (own, &fs) == -1 || mine.st_dev != theirs.st_dev)
+    return false;
+  if (fs.f_type == EXT4_SUPER_MAGIC)
+    return true;
+  return fs.f_type == XFS_SUPER_MAGIC &&
+    ioctl (own, FS_IOC_FSGETXATTR, &attr) == 0 &&
+    !(attr.fsx_xflags & FS_XFLAG_REALTIME);
+}
+
+static void
+file_flush_start (struct backend *b)
+{
+  if (sync_file_range (((struct fd_backend *) b)->fd, 0, 0,
+                       SYNC_FILE_RANGE_WRITE) == -1)
+    dc_debug ("backend %s: sync_file_range: %m", b->identity.name);
+}
+
 /* The blocks the file system gave the file: one fstat, no I/O. */
 static int
 file_allocated (struct backend *b, uint64_t *bytes)
@@ -237,6 +274,8 @@ static const struct backend_ops file_ops = {
   .zero = file_zero,
   .discard = file_discard,
   .flush = fd_backend_flush,
+  .flush_covers = file_flush_covers,
+  .flush_start = file_flush_start,
   .extents = file_extents,
   .free_space = file_free_space,
   .lock = file_lock,

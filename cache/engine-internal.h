@@ -415,6 +415,16 @@ extern int engine_journal_load_left (struct engine *e);
 extern int engine_journal_start (struct engine *e);
 extern uint64_t engine_journal_begin (struct engine *e);
 extern int engine_journal_wait (struct engine *e, uint64_t ticket);
+/* Where the backend's flush covers the journal's file (its records
+ * written out, then the backend flushed, makes them durable: design
+ * notes, "One flush for the journal and the backend"), a FLUSH calls
+ * _write_out, which writes every record appended so far to the device
+ * and stores in *covered the sequence they reach, then the backend's
+ * flush, then, if it succeeded, _flushed with *covered.
+ */
+extern bool engine_journal_shares_flush (const struct engine *e);
+extern int engine_journal_write_out (struct engine *e, uint64_t *covered);
+extern void engine_journal_flushed (struct engine *e, uint64_t covered);
 /* At a clean stop: after the state file is saved, the journal goes;
  * if it was not saved, the journal is committed as it stands.
  */

@@ -209,7 +209,14 @@ pace_mode_name (enum pace_mode m)
      "Changes to the pending and known-clean sets recorded in the "          \
      "journal.")                                                             \
   X (U64, journal_commits, COUNTER, "journal_commits_total", NULL, 1,        \
-     "Journal syncs (FLUSHes and FUA writes share them).")                   \
+     "Journal commits: records written out for FLUSHes and FUA writes "      \
+     "(which share them).")                                                  \
+  X (U64, journal_syncs, COUNTER, "journal_syncs_total", NULL, 1,            \
+     "fdatasyncs of the journal file of its own (none for a FLUSH where "    \
+     "the backend's flush covers the journal).")                             \
+  X (BOOL, journal_shared_flush, GAUGE, "journal_shared_flush", NULL, 1,     \
+     "1 if the backend's flush makes the journal durable (a file on the "    \
+     "same ext4 or XFS file system).")                                       \
   X (U64, journal_checkpoints, COUNTER, "journal_checkpoints_total", NULL, 1,\
      "State files written as the journal's checkpoint while "                \
      "serving.")                                                             \

@@ -715,9 +715,27 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
   return r;
 }
 
-/* Invariant 10: the journal's commit runs beside the backend's flush,
- * and covers every change recorded before this FLUSH arrived.
+/* Invariant 10: the FLUSH makes durable every change to the sets
+ * recorded before it arrived.  Where the backend's flush covers the
+ * journal, the records go to the device first (while the backend's
+ * writeback starts) and the one flush makes both durable; elsewhere the
+ * journal's own commit runs beside the backend's flush.
  */
+static int
+flush_with_journal (struct engine *e)
+{
+  uint64_t covered;
+  int r;
+
+  backend_flush_start (e->backend);
+  if (engine_journal_write_out (e, &covered) == -1)
+    return -1;
+  r = e->backend->ops->flush (e->backend);
+  if (r == 0)
+    engine_journal_flushed (e, covered);
+  return r;
+}
+
 static int
 flush (struct engine *e, bool forward_first)
 {
@@ -727,10 +745,14 @@ flush (struct engine *e, bool forward_first)
   request_begin (e, NULL);
   if (forward_first)
     engine_drain (e, NULL, NULL);
-  ticket = engine_journal_begin (e);
-  r = e->backend->ops->flush (e->backend);
-  if (engine_journal_wait (e, ticket) == -1 && r == 0)
-    r = -1;
+  if (engine_journal_shares_flush (e))
+    r = flush_with_journal (e);
+  else {
+    ticket = engine_journal_begin (e);
+    r = e->backend->ops->flush (e->backend);
+    if (engine_journal_wait (e, ticket) == -1 && r == 0)
+      r = -1;
+  }
   request_end (e, NULL);
   return r;
 }

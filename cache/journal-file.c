@@ -68,6 +68,7 @@ struct engine_journal {
   size_t cap GUARDED_BY (journal_lock);
   uint64_t next_seq GUARDED_BY (journal_lock);     /* the next record's */
   uint64_t durable_seq GUARDED_BY (journal_lock);  /* all before it are */
+  uint64_t written_seq GUARDED_BY (journal_lock);  /* on the device */
   uint64_t requested GUARDED_BY (journal_lock);    /* commits asked up to */
   bool committing GUARDED_BY (journal_lock);       /* one commit at a time */
   bool lost GUARDED_BY (journal_lock);  /* a record had no memory: the
@@ -75,6 +76,11 @@ struct engine_journal {
   bool off GUARDED_BY (journal_lock);   /* given up after an error */
   int err GUARDED_BY (journal_lock);    /* commits fail with it */
   bool stopping GUARDED_BY (journal_lock);
+  /* Whether the backend's flush makes the journal's completed writes
+   * durable (backend_flush_covers): a FLUSH then writes the records
+   * out without an fdatasync of its own.  Set before serving.
+   */
+  bool shared_flush;
   /* The file: only the committer touches these. */
   int fd;
   uint64_t file_end;                /* where the next record goes */
@@ -85,6 +91,7 @@ struct engine_journal {
   /* Statistics. */
   uint64_t records GUARDED_BY (journal_lock);
   uint64_t commits GUARDED_BY (journal_lock);
+  uint64_t syncs GUARDED_BY (journal_lock);        /* its own fdatasyncs */
   uint64_t checkpoints GUARDED_BY (journal_lock);
   uint64_t replayed;                /* at start */
   uint64_t bytes GUARDED_BY (journal_lock);  /* the file's records */
@@ -274,6 +281,7 @@ checkpoint (struct engine *e, struct engine_journal *j)
   j->file_alloc = PREALLOC_STEP;
   journal_acquire (j);
   j->durable_seq = MAX (j->durable_seq, seq);
+  j->written_seq = MAX (j->written_seq, seq);
   j->checkpoints++;
   j->bytes = 0;
   journal_release (j);
@@ -292,19 +300,29 @@ wants_checkpoint (struct engine *e, struct engine_journal *j)
   return j->file_end > MAX (CHECKPOINT_MIN, extents * CHECKPOINT_PER_EXTENT);
 }
 
-/* Append records to the file and make them durable. */
+/* Append records to the file and make them durable (sync), or only
+ * write them to the device, for a backend flush to make durable.  Either
+ * way the zeros they overwrite are durable first, so that writing them
+ * allocates nothing and changes no size: no metadata of the file waits
+ * for a flush of its own.
+ */
 static int
-write_records (struct engine_journal *j, const void *records, size_t len)
+write_records (struct engine_journal *j, const void *records, size_t len,
+               bool sync)
 {
   if (j->file_end + len > j->file_alloc) {
     uint64_t to = round_up (j->file_end + len + PREALLOC_STEP, PREALLOC_STEP);
 
-    if (write_zeros (j->fd, j->file_alloc, to) == -1)
+    if (write_zeros (j->fd, j->file_alloc, to) == -1 || fdatasync (j->fd) == -1)
       return -1;
     j->file_alloc = to;
   }
-  if (pwrite_all (j->fd, records, len, j->file_end) == -1 ||
-      fdatasync (j->fd) == -1)
+  if (pwrite_all (j->fd, records, len, j->file_end) == -1)
+    return -1;
+  if (sync ? fdatasync (j->fd) == -1
+      : sync_file_range (j->fd, j->file_end, len,
+                         SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                         SYNC_FILE_RANGE_WAIT_AFTER) == -1)
     return -1;
   j->file_end += len;
   return 0;
@@ -332,20 +350,23 @@ give_up_locked (struct engine *e, struct engine_journal *j)
   }
   dc_error ("journal %s: turned off after an error: pending discards are "
             "not kept across a crash until the next clean start", j->path);
-  j->durable_seq = j->next_seq;
+  j->durable_seq = j->written_seq = j->next_seq;
 }
 
 /* One commit of everything appended so far, committing taken; the lock
- * is dropped around the I/O.
+ * is dropped around the I/O.  Without sync, the records reach the device
+ * but wait for a backend flush to be durable (engine_journal_flushed);
+ * a checkpoint is durable either way.
  */
 static void
-commit_once_drops_lock (struct engine *e, struct engine_journal *j)
+commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
   REQUIRES (journal_lock)
 {
   unsigned char *records;
   uint64_t upto = j->next_seq;
   size_t len = j->len;
   bool full = j->lost;
+  bool durable = sync;
   int r;
 
   j->committing = true;
@@ -354,17 +375,22 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j)
   j->len = j->cap = 0;
   journal_release (j);
   if (!full)
-    r = write_records (j, records, len);
+    r = write_records (j, records, len, sync);
   else
     r = 0;
   free (records);
-  if (r == 0 && (full || wants_checkpoint (e, j)))
+  if (r == 0 && (full || wants_checkpoint (e, j))) {
     r = checkpoint (e, j);
+    durable = true;
+  }
   else if (r == -1)
     dc_error ("journal %s: cannot write it: %m", j->path);
   journal_acquire (j);
   if (r == 0) {
-    j->durable_seq = MAX (j->durable_seq, upto);
+    j->written_seq = MAX (j->written_seq, upto);
+    if (durable)
+      j->durable_seq = MAX (j->durable_seq, upto);
+    j->syncs += sync && !full;
     j->commits++;
     j->bytes = j->file_end - JOURNAL_HEADER_SIZE;
   }
@@ -383,7 +409,7 @@ journal_thread (void *opaque)
   journal_acquire (j);
   while (!j->stopping) {
     if (!j->off && j->requested > j->durable_seq)
-      commit_once_drops_lock (e, j);
+      commit_once_drops_lock (e, j, true);
     else
       journal_wait_drops_lock (j);
   }
@@ -409,24 +435,31 @@ engine_journal_begin (struct engine *e)
   return ticket;
 }
 
-/* Without the thread (before engine_start, in tests) the caller
- * commits itself; the group commit works the same way.
+/* Wait until the records before ticket (0: every record appended so
+ * far) are durable (sync) or written out (!sync), committing them on this thread unless a committer is at
+ * it: the journal's thread for durable commits once it runs (before
+ * engine_start, in tests, the caller commits itself), and the FLUSH's
+ * own thread for write-outs (no hand-over).  Commits group: whoever
+ * comes while one runs shares the next.  *reached (may be NULL) gets
+ * the sequence number reached.
  */
-int
-engine_journal_wait (struct engine *e, uint64_t ticket)
+static int
+commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
+              bool sync, uint64_t *reached)
 {
-  struct engine_journal *j = e->journal;
   int err;
 
-  if (j == NULL)
-    return 0;
   journal_acquire (j);
-  while (!j->off && j->durable_seq < ticket) {
-    if (j->committing || j->thread_running)
+  if (ticket == 0)
+    ticket = j->next_seq;
+  while (!j->off && (sync ? j->durable_seq : j->written_seq) < ticket) {
+    if (j->committing || (sync && j->thread_running))
       journal_wait_drops_lock (j);
     else
-      commit_once_drops_lock (e, j);
+      commit_once_drops_lock (e, j, sync);
   }
+  if (reached)
+    *reached = sync ? j->durable_seq : j->written_seq;
   err = j->err;
   journal_release (j);
   if (err) {
@@ -434,6 +467,39 @@ engine_journal_wait (struct engine *e, uint64_t ticket)
     return -1;
   }
   return 0;
+}
+
+int
+engine_journal_wait (struct engine *e, uint64_t ticket)
+{
+  if (e->journal == NULL)
+    return 0;
+  return commit_until (e, e->journal, ticket, true, NULL);
+}
+
+bool
+engine_journal_shares_flush (const struct engine *e)
+{
+  return e->journal != NULL && e->journal->shared_flush;
+}
+
+int
+engine_journal_write_out (struct engine *e, uint64_t *covered)
+{
+  return commit_until (e, e->journal, 0, false, covered);
+}
+
+void
+engine_journal_flushed (struct engine *e, uint64_t covered)
+{
+  struct engine_journal *j = e->journal;
+
+  journal_acquire (j);
+  if (covered > j->durable_seq) {
+    j->durable_seq = covered;
+    pthread_cond_broadcast (&j->changed);
+  }
+  journal_release (j);
 }
 
 /* Loading. */
@@ -601,6 +667,7 @@ begin_recording (struct engine *e, struct engine_journal *j)
               engine_keys (e)->state);
     return -1;
   }
+  j->shared_flush = backend_flush_covers (e->backend, j->fd);
   engine_lock_acquire (e);
   extmap_set_observer (e->map, observe_pending, j);
   clean_set_observer (&e->clean, observe_clean, j);
@@ -623,7 +690,7 @@ journal_new (struct engine *e)
   pthread_cond_init (&j->changed, NULL);
   j->fd = -1;
   journal_acquire (j);
-  j->next_seq = j->durable_seq = j->requested = 1;
+  j->next_seq = j->durable_seq = j->written_seq = j->requested = 1;
   journal_release (j);
   e->journal = j;
   return 0;
@@ -841,6 +908,8 @@ engine_journal_stats (struct engine *e, struct engine_stats *st)
   journal_acquire (j);
   st->journal_records = j->records;
   st->journal_commits = j->commits;
+  st->journal_syncs = j->syncs;
+  st->journal_shared_flush = j->shared_flush;
   st->journal_checkpoints = j->checkpoints;
   st->journal_bytes = j->bytes;
   st->journal_on = !j->off;

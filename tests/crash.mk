@@ -13,6 +13,7 @@ tests_unit_test_journal_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 CRASH_TESTS = \
 	tests/e2e/test-journal-crash.sh \
 	tests/e2e/test-e2e-crash-fstrim.sh \
-	tests/e2e/test-low-water.sh
+	tests/e2e/test-low-water.sh \
+	tests/e2e/test-journal-shared-flush.sh
 TESTS += $(CRASH_TESTS)
 EXTRA_DIST += $(CRASH_TESTS) tests/e2e/journal-crash.py
