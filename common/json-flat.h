@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: a parser for the flat JSON objects the control socket
- * sends (one a line; values are numbers, strings, true, false or null,
- * never arrays or objects).  No allocation: it works in place.
+ * sends (one a line; values are numbers, strings, true, false or null),
+ * and for reading a few numbers out of a nested answer (a Ceph monitor's
+ * `df`): an object or array member is kept as its raw text, which
+ * jf_open or jf_next parse in turn.  No allocation: it works in place.
  */
 #ifndef DISCARDCACHE_JSON_FLAT_H
 #define DISCARDCACHE_JSON_FLAT_H
@@ -16,13 +18,20 @@
  */
 #define JF_MAX_MEMBERS 512
 
-enum jf_type { JF_NUMBER, JF_STRING, JF_TRUE, JF_FALSE, JF_NULL };
+enum jf_type {
+  JF_NUMBER, JF_STRING, JF_TRUE, JF_FALSE, JF_NULL,
+  JF_OBJECT, JF_ARRAY,          /* value: the raw text, len bytes */
+};
+
+/* How deep an object or array member may nest. */
+#define JF_MAX_DEPTH 32
 
 struct jf_member {
   const char *key;             /* unescaped, NUL-terminated */
   enum jf_type type;
   const char *value;           /* string: unescaped, NUL-terminated;
-                                  number: the digits, len bytes */
+                                  number: the digits, len bytes;
+                                  object, array: the text, len bytes */
   size_t len;
 };
 
@@ -33,8 +42,8 @@ struct jf_object {
 
 /* Parse the object in line (NUL-terminated; a trailing newline is
  * allowed).  Strings are unescaped in place, so line is modified and
- * must outlive obj.  Returns 0, or -1 if line is not a flat object of at
- * most JF_MAX_MEMBERS members.
+ * must outlive obj.  Returns 0, or -1 if line is not an object of at
+ * most JF_MAX_MEMBERS members (nested at most JF_MAX_DEPTH deep).
  */
 extern int jf_parse (char *line, struct jf_object *obj)
   __attribute__ ((nonnull (1, 2)));
@@ -54,5 +63,21 @@ extern bool jf_bool (const struct jf_object *obj, const char *key, bool *out)
   __attribute__ ((nonnull (1, 2, 3)));
 extern const char *jf_str (const struct jf_object *obj, const char *key)
   __attribute__ ((nonnull (1, 2)));
+
+/* Parse the object member m (JF_OBJECT) into obj, as jf_parse: its text
+ * is NUL-terminated in place (over the byte after it, which the parse
+ * of its container has read already).  0, or -1 if m is no object.
+ */
+extern int jf_open (const struct jf_member *m, struct jf_object *obj)
+  __attribute__ ((nonnull (1, 2)));
+
+/* The elements of the array member m (JF_ARRAY), one a call: *cursor
+ * NULL for the first; *elem set to the next element (with no key; an
+ * object or array stays raw, for jf_open).  false at the end or if the
+ * array is malformed.
+ */
+extern bool jf_next (const struct jf_member *m, char **cursor,
+                     struct jf_member *elem)
+  __attribute__ ((nonnull (1, 2, 3)));
 
 #endif /* DISCARDCACHE_JSON_FLAT_H */
