@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json-flat.h"
@@ -333,4 +334,25 @@ jf_next (const struct jf_member *m, char **cursor, struct jf_member *elem)
     return false;
   *cursor = p;
   return true;
+}
+
+int
+jf_quote (char *buf, size_t size, const char *s)
+{
+  size_t n = 0;
+  int w = snprintf (buf, size, "\"");
+
+  for (; (n += w) < size && *s; s++) {
+    unsigned char c = *s;
+
+    if (c == '"' || c == '\\')
+      w = snprintf (buf + n, size - n, "\\%c", c);
+    else if (c < 0x20 || c == 0x7f)
+      w = snprintf (buf + n, size - n, "\\u%04x", c);
+    else
+      w = snprintf (buf + n, size - n, "%c", c);
+  }
+  if (n >= size || (n += snprintf (buf + n, size - n, "\"")) >= size)
+    return -1;
+  return (int) n;
 }

@@ -80,4 +80,10 @@ extern bool jf_next (const struct jf_member *m, char **cursor,
                      struct jf_member *elem)
   __attribute__ ((nonnull (1, 2, 3)));
 
+/* s as a JSON string, quotes included, into buf (size bytes, NUL
+ * terminated).  The length written, or -1 if it does not fit.
+ */
+extern int jf_quote (char *buf, size_t size, const char *s)
+  __attribute__ ((nonnull (1, 3)));
+
 #endif /* DISCARDCACHE_JSON_FLAT_H */
