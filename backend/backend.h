@@ -101,8 +101,8 @@ struct backend_ops {
    * Not offered where nothing tells: a block device (the kernel reports
    * no free space, and a dm-thin LV's pool usage is only in the pool's
    * dmsetup status) and an NBD server (the protocol has no such query).
-   * RBD (backend/rbd.c): the pool's free space from librados
-   * (rados_ioctx_pool_stat / rados_cluster_stat) goes here.
+   * RBD (backend/rbd-space.c): what the pool can still store, from the
+   * monitor (df's MAX AVAIL, less if its quota leaves less), cached.
    */
   int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);
   /* Optional: lock the store against other servers (backend_lock). */

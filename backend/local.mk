@@ -22,6 +22,9 @@ if HAVE_RBD
 libbackend_la_SOURCES += \
 	backend/rbd.c \
 	backend/rbd-cluster.c \
-	backend/rbd-spec.c
+	backend/rbd-space.c \
+	backend/rbd-spec.c \
+	common/json-flat.c
 endif
-EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-spec.c
+EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-space.c \
+	backend/rbd-spec.c

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the RBD backend's way to its image (rbd-internal.h):
- * connecting to the cluster within a bound, opening the image, taking
- * its exclusive lock without stealing it, and the space it holds.
+ * connecting to the cluster within a bound, opening the image and taking
+ * its exclusive lock without stealing it.
  *
  * Every step that talks to the cluster is bounded by rbd-timeout=
  * (librados's client_mount_timeout for the connect, rados_mon_op_timeout
@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "arith.h"
@@ -378,66 +377,5 @@ rbd_lock (struct backend *b)
     return start_fail (h, r, "cannot take the image's exclusive lock");
   h->locked = true;
   dc_debug ("backend %s: exclusive lock taken", b->identity.name);
-  return 0;
-}
-
-static uint64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-static int
-add_extent (uint64_t offset, size_t length, int exists, void *opaque)
-{
-  (void) offset;
-  if (exists)
-    *(uint64_t *) opaque += length;
-  return 0;
-}
-
-/* What `rbd du` counts: with a valid fast-diff object map, whole objects
- * from the map (no I/O); without, the objects listed.
- */
-static int
-compute_allocated (struct rbd_backend *h, uint64_t *bytes)
-{
-  uint64_t flags = 0, sum = 0;
-  bool whole = (h->features & RBD_FEATURE_FAST_DIFF) &&
-               rbd_get_flags (h->image, &flags) == 0 &&
-               !(flags & RBD_FLAG_FAST_DIFF_INVALID);
-  int r = rbd_diff_iterate2 (h->image, NULL, 0, h->b.size, 0, whole,
-                             add_extent, &sum);
-
-  if (r < 0)
-    return rbd_fail (h, "space held (diff iterate)", r);
-  *bytes = sum;
-  return 0;
-}
-
-int
-rbd_allocated (struct backend *b, uint64_t *bytes)
-{
-  struct rbd_backend *h = (struct rbd_backend *) b;
-  uint64_t at = atomic_load (&h->allocated_at_ms), now = now_ms (), v;
-
-  if (h->image == NULL) {       /* between the fork hooks */
-    errno = ENOTSUP;
-    return -1;
-  }
-  if ((at && now - at < RBD_ALLOCATED_INTERVAL_MS) ||
-      atomic_flag_test_and_set (&h->allocated_busy)) {
-    *bytes = atomic_load (&h->allocated_bytes);
-    return 0;
-  }
-  if (compute_allocated (h, &v) == 0)
-    atomic_store (&h->allocated_bytes, v);
-  /* A failure too waits for the interval (reported once per interval). */
-  atomic_store (&h->allocated_at_ms, MAX (now, UINT64_C (1)));
-  atomic_flag_clear (&h->allocated_busy);
-  *bytes = atomic_load (&h->allocated_bytes);
   return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the RBD backend's pieces, shared by rbd-spec.c (the
- * spec), rbd-cluster.c (connecting, opening, locking, the space held)
- * and rbd.c (the operations).
+ * spec), rbd-cluster.c (connecting, opening, locking), rbd-space.c (the
+ * space held, the pool's free space) and rbd.c (the operations).
  */
 #ifndef DISCARDCACHE_BACKEND_RBD_INTERNAL_H
 #define DISCARDCACHE_BACKEND_RBD_INTERNAL_H
@@ -43,6 +43,21 @@ extern void rbd_spec_free (struct rbd_spec *sp) __attribute__ ((nonnull (1)));
  */
 #define RBD_ALLOCATED_INTERVAL_MS 5000
 
+/* How often, at most, the pool's free space is asked of the monitor
+ * (two commands, df and osd pool get-quota).  The answer lags anyway:
+ * the monitor has it from ceph-mgr, which gathers the OSDs' statistics
+ * every mgr_stats_period (5 s by default).
+ */
+#define RBD_FREE_INTERVAL_MS 1000
+
+/* A figure (or two) recomputed at most every interval (rbd-space.c). */
+struct rbd_cache {
+  atomic_flag busy;             /* a caller is computing */
+  _Atomic uint64_t at_ms;       /* when last computed; 0: never */
+  _Atomic uint64_t v[2];
+  _Atomic int err;              /* 0, or errno while nothing computed */
+};
+
 struct rbd_backend {
   struct backend b;             /* first */
   rados_t cluster;
@@ -54,12 +69,8 @@ struct rbd_backend {
   uint64_t features;            /* RBD_FEATURE_* */
   bool locked;                  /* we hold the exclusive lock ... */
   bool relock;                  /* ... or held it before the fork */
-  /* backend_allocated's cache: one caller computes, the others (and
-   * callers within the interval) answer the last figure.
-   */
-  atomic_flag allocated_busy;
-  _Atomic uint64_t allocated_bytes;
-  _Atomic uint64_t allocated_at_ms; /* 0: never computed */
+  struct rbd_cache allocated;   /* backend_allocated's figure */
+  struct rbd_cache free;        /* the pool's free space and total */
 };
 
 /* Connect to the cluster the options name, open the pool, the namespace
@@ -86,9 +97,22 @@ extern int rbd_lock (struct backend *b) __attribute__ ((nonnull (1)));
 extern int rbd_before_fork (struct backend *b) __attribute__ ((nonnull (1)));
 extern int rbd_after_fork (struct backend *b) __attribute__ ((nonnull (1)));
 
+/* Set c to nothing computed yet. */
+extern void rbd_cache_init (struct rbd_cache *c) __attribute__ ((nonnull (1)));
+
 /* backend_allocated: what `rbd du` reports as used, cached. */
 extern int rbd_allocated (struct backend *b, uint64_t *bytes)
   __attribute__ ((nonnull (1, 2)));
+
+/* The free_space op: what writes to the image can still take, the
+ * pool's MAX AVAIL (`ceph df`: replication, the CRUSH rule's OSDs and
+ * their full ratio counted), or its quota's remainder if less; total,
+ * that plus what the pool holds (with a quota: the quota).  A namespace
+ * shares its pool's space.  Cached for RBD_FREE_INTERVAL_MS.
+ */
+extern int rbd_free_space (struct backend *b, uint64_t *free,
+                           uint64_t *total)
+  __attribute__ ((nonnull (1, 2, 3)));
 
 /* Report a librados/librbd failure r (a negative errno) of op, set errno
  * and return -1.

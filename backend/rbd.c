@@ -163,6 +163,7 @@ static const struct backend_ops rbdb_ops = {
   .flush = rbdb_flush,
   .lock = rbd_lock,
   .allocated = rbd_allocated,
+  .free_space = rbd_free_space,
   .before_fork = rbd_before_fork,
   .after_fork = rbd_after_fork,
   .close = rbdb_close,
@@ -224,7 +225,8 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
     return NULL;
   }
   h->b.ops = &rbdb_ops;
-  atomic_flag_clear (&h->allocated_busy);
+  rbd_cache_init (&h->allocated);
+  rbd_cache_init (&h->free);
   backend_set_identity (&h->b, "rbd", 0, 0, spec);
   if (rbd_spec_parse (spec, &h->spec) == -1) {
     free (h);

@@ -5,7 +5,8 @@
  * ignoring delay, idle, rate and budget (still whole granules, still
  * never over data written since: the same pick and forward as always,
  * invariants 1 and 11).  Free space is read on the flusher's schedule
- * (backend free_space, a statvfs for a file), never on the data path.
+ * (backend free_space: a statvfs for a file, the pool's df and quota
+ * for RBD, cached for a second), never on the data path.
  * Entering and leaving pressure are logged once each and counted.
  */
 #include <config.h>
@@ -34,9 +35,9 @@ engine_pressure_check (struct engine *e)
     return 0;
   if (e->backend->ops->free_space == NULL) {
     dc_error ("low-water: the free space of backend %s (%s) is not known "
-              "here (files report it; block devices and NBD servers do "
-              "not, and a thin LV's pool is not visible from the LV): use "
-              "low-water=off", e->backend->identity.name,
+              "here (files and RBD pools report it; block devices and NBD "
+              "servers do not, and a thin LV's pool is not visible from the "
+              "LV): use low-water=off", e->backend->identity.name,
               e->backend->ops->kind);
     errno = EINVAL;
     return -1;

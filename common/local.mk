@@ -5,6 +5,7 @@ noinst_HEADERS += \
 	common/crc32c.h \
 	common/fileio.h \
 	common/grow.h \
+	common/json-flat.h \
 	common/le.h \
 	common/lock.h \
 	common/reclog.h \

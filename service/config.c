@@ -229,8 +229,9 @@ const struct service_key service_keys[] = {
     ENGINE, false, ALL, NULL },
   { "low-water", "off|PERCENT%|SIZE", "off", NULL,
     "Backend free space below which every pending discard is forwarded "
-    "at once, ignoring delay, idle and budget (a file's file system; "
-    "refused where free space is unknown: block devices, NBD).",
+    "at once, ignoring delay, idle and budget (a file's file system, an "
+    "RBD image's pool; refused where free space is unknown: block "
+    "devices, NBD).",
     ENGINE, false, ALL, NULL },
   { "flush-discards", "BOOL", "false", NULL,
     "A client FLUSH forwards pending discards first.",

@@ -11,7 +11,7 @@ tests_unit_test_engine_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_engine_ctl_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_engine_ctl_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 
-tests_unit_test_ctl_proto_SOURCES = tests/unit/test-ctl-proto.c tools/json-flat.c
+tests_unit_test_ctl_proto_SOURCES = tests/unit/test-ctl-proto.c common/json-flat.c
 tests_unit_test_ctl_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_unit_test_ctl_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_ctl_proto_LDADD = libctlproto.la $(CMOCKA_LIBS)

@@ -15,7 +15,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 	-I$(top_srcdir)/tools -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/backend
 fuzz_ctl_proto_sources = \
-	tests/fuzz/fuzz-ctl-proto.c service/ctl-proto.c tools/json-flat.c
+	tests/fuzz/fuzz-ctl-proto.c service/ctl-proto.c common/json-flat.c
 fuzz_state_sources = \
 	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c common/file-header.c \
 	common/log-stderr.c

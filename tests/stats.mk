@@ -5,7 +5,7 @@ check_PROGRAMS += tests/unit/test-stats-format
 TESTS += tests/unit/test-stats-format
 
 tests_unit_test_stats_format_SOURCES = tests/unit/test-stats-format.c \
-	tools/stats-format.c tools/human.c tools/json-flat.c
+	tools/stats-format.c tools/human.c common/json-flat.c
 tests_unit_test_stats_format_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_unit_test_stats_format_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_stats_format_LDADD = libservice.la libdclogstderr.la $(CMOCKA_LIBS)

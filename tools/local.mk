@@ -9,8 +9,7 @@ tools_discardctl_SOURCES = \
 	tools/ctl-client.h \
 	tools/human.c \
 	tools/human.h \
-	tools/json-flat.c \
-	tools/json-flat.h \
+	common/json-flat.c \
 	tools/progress.c \
 	tools/progress.h \
 	tools/stats-format.c \

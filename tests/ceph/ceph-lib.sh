@@ -11,7 +11,7 @@ ceph_requires ()
 {
     requires_root
     local c
-    for c in ceph-mon ceph-osd ceph monmaptool rbd rados ceph-authtool uuidgen; do
+    for c in ceph-mon ceph-osd ceph-mgr ceph monmaptool rbd rados ceph-authtool uuidgen; do
         command -v "$c" >/dev/null 2>&1 ||
             skip "$c not found (scripts/install-deps installs Ceph)"
     done

@@ -15,6 +15,10 @@
 #            files, deletes, fstrim, a clean stop; the space comes back
 #            (rbd du), the geometry is the image's, and every synced file
 #            reads back intact after a restart
+#   lowwater low-water= on a pool with a quota: pending discards (delay=1h)
+#            reach the image once the pool's free space falls below the
+#            mark, and the space comes back; without the key nothing
+#            moves (nbdkit, and discardfuse)
 # CEPH_CASES="setup lock ..." runs only some (default: all).
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/ceph/ceph-lib.sh"
@@ -26,7 +30,7 @@ requires qemu-nbd --version
 requires nbdfuse --version
 requires mkfs.xfs -V
 
-: "${CEPH_CASES:=setup lock verify crash xfs}"
+: "${CEPH_CASES:=setup lock verify crash xfs lowwater}"
 : "${VERIFY_SCALE:=100}"
 verify_setup
 dir=$TESTDIR
@@ -367,6 +371,153 @@ case_xfs ()
     source "$abs_top_srcdir/tests/e2e/e2e-lib.sh"
     xfs_round nbdkit xfsn
     xfs_round fuse xfsf
+}
+
+# --- lowwater: space pressure on a pool with a quota -----------------------
+
+MiB=$(( 1024 * 1024 ))
+
+# pool_used POOL: the bytes the pool counts against its quota.
+pool_used ()
+{
+    ceph osd pool get-quota "$1" -f json 2>/dev/null | jq -r .current_num_bytes
+}
+
+# until_true SECONDS CMD...: poll CMD every 0.2 s; false after SECONDS.
+until_true ()
+{
+    local end=$(( SECONDS + $1 ))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$end" ] || return 1
+        sleep 0.2
+    done
+}
+
+lw_stat ()
+{
+    "$DISCARDCTL" -s "$LW_DIR/ctl" stats --json | jq -r ".$1"
+}
+
+lw_used_at_least () { [ "$(pool_used "$LW_POOL")" -ge "$1" ]; }
+lw_used_below () { [ "$(pool_used "$LW_POOL")" -lt "$1" ]; }
+lw_stat_is () { [ "$(lw_stat "$1")" = "$2" ]; }
+
+# lw_io FRONTEND write|trim OFFSET_MIB LENGTH_MIB: through the front-end
+# (libnbd on the socket, or the FUSE disk), then a flush.
+lw_io ()
+{
+    case $1 in
+    nbdkit)
+        /usr/bin/python3 - "$LW_DIR/nbd.sock" "$2" "$3" "$4" <<'PY' || fail "nbd $2 failed"
+import nbd, os, sys
+sock, op, off, length = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4]) << 20
+h = nbd.NBD(); h.connect_unix(sock)
+if op == "write":
+    buf = os.urandom(4 << 20)
+    for o in range(off, off + length, len(buf)):
+        h.pwrite(buf, o)
+else:
+    h.trim(length, off)
+h.flush()
+PY
+        ;;
+    fuse)
+        if [ "$2" = write ]; then
+            dd if=/dev/urandom of="$LW_DIR/mnt/disk" bs=4M seek=$(( $3 / 4 )) \
+                count=$(( $4 / 4 )) oflag=direct conv=notrunc,fsync status=none ||
+                fail "fuse write failed"
+        else
+            fallocate --punch-hole --keep-size -o "$(( $3 * MiB ))" \
+                -l "$(( $4 * MiB ))" "$LW_DIR/mnt/disk" || fail "fuse trim failed"
+        fi ;;
+    esac
+}
+
+# lowwater_round FRONTEND KEYS...: a pool of its own with a 160 MiB
+# quota, 96 MiB written, 80 MiB trimmed (pending: delay=1h), then 32 MiB
+# more, which leaves 32 MiB free.  Sets LW_* to what happened.
+lowwater_round ()
+{
+    local front=$1 t
+    shift
+    LW_POOL=lw$(( ++LW_N )) LW_DIR=$dir/lw$LW_N
+    mkdir -p "$LW_DIR/mnt"
+    ceph osd pool create "$LW_POOL" 8 >/dev/null 2>&1 || fail "pool create"
+    ceph osd pool set "$LW_POOL" size 1 --yes-i-really-mean-it >/dev/null 2>&1
+    rbd pool init "$LW_POOL" || fail "rbd pool init"
+    ceph osd pool set-quota "$LW_POOL" max_bytes $(( 160 * MiB )) >/dev/null 2>&1 ||
+        fail "set-quota"
+    rbd create --size 256M "$LW_POOL/img" || fail "rbd create"
+    case $front in
+    nbdkit)
+        start_nbdkit -P "$LW_DIR/pid" -U "$LW_DIR/nbd.sock" "$PLUGIN" \
+            backend="rbd:$LW_POOL/img" ctl="$LW_DIR/ctl" delay=1h "$@" ;;
+    fuse)
+        start_discardfuse "$LW_DIR/mnt" backend="rbd:$LW_POOL/img" \
+            ctl="$LW_DIR/ctl" delay=1h "$@" ;;
+    esac
+    wait_for_ctl "$LW_DIR/ctl"
+    lw_io "$front" write 0 96
+    lw_io "$front" trim 0 80
+    [ "$(lw_stat pending_bytes)" -eq $(( 80 * MiB )) ] ||
+        fail "$front: $(lw_stat pending_bytes) bytes pending after the trim, expected 80 MiB"
+    # Ceph's statistics lag: wait until the pool counts the 96 MiB, so
+    # that the fill below is what takes it under the mark.
+    until_true 60 lw_used_at_least $(( 96 * MiB )) ||
+        fail "$front: the pool never counted the writes ($(pool_used "$LW_POOL") bytes)"
+    [ "$(lw_stat pressure_entered)" -eq 0 ] || fail "$front: under pressure before the fill"
+    lw_io "$front" write 96 32
+    t=$SECONDS
+    until_true 60 lw_used_at_least $(( 128 * MiB )) ||
+        until_true 1 lw_stat_is pending_bytes 0 ||
+        fail "$front: the pool never counted the fill ($(pool_used "$LW_POOL") bytes)"
+    LW_SENT_IN=-1
+    if [ $# -gt 0 ]; then
+        until_true 30 lw_stat_is pending_bytes 0 && LW_SENT_IN=$(( SECONDS - t ))
+        # The space comes back: the pool counts less, and pressure ends.
+        until_true 60 lw_used_below $(( 64 * MiB ))
+        until_true 30 lw_stat_is pressure 0
+    else
+        sleep 3                         # flusher cycles under a full pool
+    fi
+    LW_PENDING=$(lw_stat pending_bytes) LW_FORWARDED=$(lw_stat forwarded_bytes)
+    LW_PRESSURE_SENT=$(lw_stat pressure_forwarded_bytes)
+    LW_ENTERED=$(lw_stat pressure_entered) LW_NOW=$(lw_stat pressure)
+    LW_FREE=$(lw_stat backend_free_bytes) LW_USED=$(pool_used "$LW_POOL")
+    LW_DU=$(rbd_used "$LW_POOL/img")
+    echo "$front $*: pending $LW_PENDING, forwarded $LW_FORWARDED (under" \
+         "pressure $LW_PRESSURE_SENT, $LW_SENT_IN s after the fill), pressure" \
+         "entered $LW_ENTERED, now $LW_NOW; pool used $LW_USED, free" \
+         "$LW_FREE, rbd du $LW_DU"
+    case $front in
+    nbdkit) stop_pidfile "$LW_DIR/pid" nbdkit ;;
+    fuse) stop_discardfuse "$LW_DIR/mnt" "$DISCARDFUSE_PID" ;;
+    esac
+}
+
+case_lowwater ()
+{
+    local front
+    LW_N=0
+    for front in nbdkit fuse; do
+        lowwater_round $front low-water=48M
+        [ "$LW_PENDING" -eq 0 ] || fail "$front: $LW_PENDING bytes still pending under pressure"
+        [ "$LW_PRESSURE_SENT" -ge $(( 80 * MiB )) ] ||
+            fail "$front: only $LW_PRESSURE_SENT bytes forwarded under pressure"
+        [ "$LW_ENTERED" -ge 1 ] && [ "$LW_NOW" -eq 0 ] ||
+            fail "$front: pressure entered $LW_ENTERED times, now $LW_NOW (expected entered, and left)"
+        # 48 MiB of data left: the pool counts that, and has the rest.
+        [ "$LW_USED" -lt $(( 64 * MiB )) ] ||
+            fail "$front: the pool's space did not come back ($LW_USED bytes used)"
+        [ "$LW_FREE" -ge $(( 96 * MiB )) ] ||
+            fail "$front: the backend reports $LW_FREE bytes free, expected 96 MiB or more"
+        [ "$LW_DU" -le $(( 48 * MiB )) ] || fail "$front: rbd du shows $LW_DU bytes"
+    done
+    lowwater_round nbdkit
+    [ "$LW_PENDING" -eq $(( 80 * MiB )) ] && [ "$LW_FORWARDED" -eq 0 ] ||
+        fail "without low-water= something moved ($LW_PENDING pending, $LW_FORWARDED forwarded)"
+    [ "$LW_USED" -ge $(( 128 * MiB )) ] || fail "without low-water=, the pool counts only $LW_USED bytes"
 }
 
 t0=$(date +%s)

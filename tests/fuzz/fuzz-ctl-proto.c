@@ -4,7 +4,7 @@
  * the first byte), go through the line assembler and the request parser
  * as the server's client threads do; every error message is quoted as
  * the server sends it and read back by discardctl's parser
- * (tools/json-flat.c), which must return it unchanged.
+ * (common/json-flat.c), which must return it unchanged.
  */
 #include <config.h>
 

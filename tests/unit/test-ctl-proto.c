@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control protocol's pure parts (service/ctl-proto.c)
- * and discardctl's reply parser (tools/json-flat.c): request lines, the
+ * and discardctl's reply parser (common/json-flat.c): request lines, the
  * line assembler, JSON quoting, and the flat-object parser reading back
  * what the server writes.
  */
@@ -231,12 +231,67 @@ test_json_flat (void **state)
   assert_int_equal (o.n, 0);
 }
 
+/* A nested answer, as a Ceph monitor's df: the numbers of one pool. */
+static void
+test_json_nested (void **state)
+{
+  char line[] = "{\"stats\":{\"total_bytes\":9},\"stats_by_class\":{},"
+    "\"pools\":[{\"name\":\"a]}\\\"\",\"id\":1,\"stats\":{\"max_avail\":5}},"
+    " {\"name\":\"b\",\"id\":2,\"stats\":{\"max_avail\":7,\"stored\":3}} ,"
+    "[1], 4, \"s\"], \"after\":1}\n";
+  struct jf_object top, pool, stats;
+  struct jf_member pools, e;
+  char *cursor = NULL;
+  uint64_t v, ids[2] = { 0 };
+  size_t n = 0;
+
+  assert_int_equal (jf_parse (line, &top), 0);
+  assert_true (jf_u64 (&top, "after", &v) && v == 1);
+  assert_int_equal (jf_find (&top, "stats")->type, JF_OBJECT);
+  pools = *jf_find (&top, "pools");
+  assert_int_equal (pools.type, JF_ARRAY);
+  assert_int_equal (jf_open (&pools, &pool), -1);
+  while (jf_next (&pools, &cursor, &e)) {
+    if (n < 2) {
+      assert_int_equal (jf_open (&e, &pool), 0);
+      assert_true (jf_u64 (&pool, "id", &ids[n]));
+      assert_int_equal (jf_open (jf_find (&pool, "stats"), &stats), 0);
+      assert_true (jf_u64 (&stats, "max_avail", &v));
+      assert_true (v == (n ? 7 : 5));
+      if (n == 0)
+        assert_string_equal (jf_str (&pool, "name"), "a]}\"");
+    }
+    else if (n == 2)
+      assert_int_equal (e.type, JF_ARRAY);
+    else if (n == 3)
+      assert_int_equal (e.type, JF_NUMBER);
+    else
+      assert_string_equal (e.value, "s");
+    n++;
+  }
+  assert_int_equal (n, 5);
+  assert_true (ids[0] == 1 && ids[1] == 2);
+
+  /* Nesting deeper than JF_MAX_DEPTH is refused. */
+  {
+    char deep[JF_MAX_DEPTH * 2 + 16] = "{\"a\":";
+
+    for (int i = 0; i <= JF_MAX_DEPTH; i++)
+      strcat (deep, "[");
+    for (int i = 0; i <= JF_MAX_DEPTH; i++)
+      strcat (deep, "]");
+    strcat (deep, "}");
+    assert_int_equal (jf_parse (deep, &top), -1);
+  }
+}
+
 static void
 test_json_flat_bad (void **state)
 {
   static const char *const bad[] = {
     "", "[]", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":1} x",
-    "{\"a\":{\"b\":1}}", "{\"a\":[1]}", "{\"a\":\"unterminated}",
+    "{\"a\":{\"b\":1}", "{\"a\":[1}", "{\"a\":{\"b\":\"x}}",
+    "{\"a\":[\"x\\\"]}", "{\"a\":\"unterminated}",
     "{\"a\":\"bad \\x escape\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\u0000\"}",
     "{\"a\":\"\\udc00\"}", "{\"a\":\"\\ud800x\"}", "{a:1}", "{\"a\":tru}",
     "{\"a\":\"raw\ncontrol\"}", "{\"a\":-}",
@@ -270,6 +325,7 @@ main (void)
     cmocka_unit_test (test_linebuf),
     cmocka_unit_test (test_json_roundtrip),
     cmocka_unit_test (test_json_flat),
+    cmocka_unit_test (test_json_nested),
     cmocka_unit_test (test_json_flat_bad),
   };
 

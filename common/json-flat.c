@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json-flat.h"
@@ -139,6 +140,54 @@ parse_number (char *p, size_t *len)
   return p;
 }
 
+/* The string starting after its opening quote at p, left as it is.
+ * Returns the position after the closing quote, or NULL.
+ */
+static char *
+skip_string (char *p)
+{
+  for (;;) {
+    unsigned char c = *p++;
+
+    if (c == '"')
+      return p;
+    if (c < 0x20 || (c == '\\' && *p++ == '\0'))
+      return NULL;
+  }
+}
+
+/* The object or array at p, left as it is: returns the position after
+ * its closing bracket, or NULL.  Only the brackets and the strings are
+ * checked here; jf_open and jf_next check the rest when they parse it.
+ */
+static char *
+skip_nested (char *p)
+{
+  char closing[JF_MAX_DEPTH];
+  size_t depth = 0;
+
+  do {
+    char c = *p++;
+
+    if (c == '{' || c == '[') {
+      if (depth == JF_MAX_DEPTH)
+        return NULL;
+      closing[depth++] = c == '{' ? '}' : ']';
+    }
+    else if (c == '}' || c == ']') {
+      if (closing[--depth] != c)
+        return NULL;
+    }
+    else if (c == '"') {
+      if ((p = skip_string (p)) == NULL)
+        return NULL;
+    }
+    else if (c == '\0')
+      return NULL;
+  } while (depth > 0);
+  return p;
+}
+
 static char *
 parse_value (char *p, struct jf_member *m)
 {
@@ -147,6 +196,13 @@ parse_value (char *p, struct jf_member *m)
   };
 
   m->value = p;
+  if (*p == '{' || *p == '[') {
+    char *end = skip_nested (p);
+
+    m->type = *p == '{' ? JF_OBJECT : JF_ARRAY;
+    m->len = end ? (size_t) (end - p) : 0;
+    return end;
+  }
   if (*p == '"') {
     m->type = JF_STRING;
     p = parse_string (p + 1, &m->value);
@@ -243,4 +299,60 @@ jf_str (const struct jf_object *obj, const char *key)
   const struct jf_member *m = jf_find (obj, key);
 
   return m && m->type == JF_STRING ? m->value : NULL;
+}
+
+int
+jf_open (const struct jf_member *m, struct jf_object *obj)
+{
+  char *text = (char *) m->value;
+
+  if (m->type != JF_OBJECT)
+    return -1;
+  text[m->len] = '\0';
+  return jf_parse (text, obj);
+}
+
+bool
+jf_next (const struct jf_member *m, char **cursor, struct jf_member *elem)
+{
+  char *closing, *p;
+
+  if (m->type != JF_ARRAY)
+    return false;
+  closing = (char *) m->value + m->len - 1;
+  p = skip_space (*cursor ? *cursor : (char *) m->value + 1);
+  if (p >= closing)
+    return false;
+  elem->key = "";
+  p = parse_value (p, elem);
+  if (p == NULL || p > closing)
+    return false;
+  p = skip_space (p);
+  if (*p == ',')
+    p++;
+  else if (p != closing)
+    return false;
+  *cursor = p;
+  return true;
+}
+
+int
+jf_quote (char *buf, size_t size, const char *s)
+{
+  size_t n = 0;
+  int w = snprintf (buf, size, "\"");
+
+  for (; (n += w) < size && *s; s++) {
+    unsigned char c = *s;
+
+    if (c == '"' || c == '\\')
+      w = snprintf (buf + n, size - n, "\\%c", c);
+    else if (c < 0x20 || c == 0x7f)
+      w = snprintf (buf + n, size - n, "\\u%04x", c);
+    else
+      w = snprintf (buf + n, size - n, "%c", c);
+  }
+  if (n >= size || (n += snprintf (buf + n, size - n, "\"")) >= size)
+    return -1;
+  return (int) n;
 }
