@@ -70,6 +70,13 @@ bench_stop_all ()
 # bench_pid NAME: the pid of a running server.
 bench_pid () { echo "${_bench_pids[$1]}"; }
 
+# bench_cpu_s PID: the CPU seconds (user + system) the process has used.
+bench_cpu_s ()
+{
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' \
+        "/proc/$1/stat"
+}
+
 # Wall-clock seconds (the device log's timestamps are wall-clock too).
 bench_now () { date +%s.%N; }
 bench_elapsed () { python3 -c 'import sys,time; print("%.3f" % (time.time() - float(sys.argv[1])))' "$1"; }
