@@ -25,6 +25,11 @@ fuzz_thin_sources = \
 	volume/thin/thin-meta-v1.c $(extmap_c_sources) common/crc32c.c \
 	common/file-header.c \
 	common/log-stderr.c
+# The format of the journal of the pending set, replayed into a pending
+# and a known-clean map as the engine does.
+fuzz_journal_sources = \
+	tests/fuzz/fuzz-journal.c cache/journal.c cache/clean.c cache/policy.c \
+	$(extmap_c_sources) common/crc32c.c common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.
 fuzz_extmap_sources = \
@@ -35,15 +40,18 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz-state.c \
 	tests/fuzz/fuzz-extmap.c \
 	tests/fuzz/fuzz-thin.c \
+	tests/fuzz/fuzz-journal.c \
 	tests/fuzz/corpus-ctl-proto \
 	tests/fuzz/corpus-state \
 	tests/fuzz/corpus-extmap \
 	tests/fuzz/corpus-thin \
+	tests/fuzz/corpus-journal \
 	tests/fuzz/ctl-proto.options \
 	tests/fuzz/ctl-proto.ignorelist \
 	tests/fuzz/state.options \
 	tests/fuzz/extmap.options \
 	tests/fuzz/thin.options \
+	tests/fuzz/journal.options \
 	tests/fuzz/fuzz-lib.sh \
 	tests/fuzz/run-fuzzers \
 	tests/fuzz/test-fuzzers.sh
@@ -55,7 +63,7 @@ endif
 
 if HAVE_LIBFUZZER
 check_SCRIPTS = tests/fuzz/fuzz-ctl-proto tests/fuzz/fuzz-state \
-	tests/fuzz/fuzz-extmap tests/fuzz/fuzz-thin
+	tests/fuzz/fuzz-extmap tests/fuzz/fuzz-thin tests/fuzz/fuzz-journal
 CLEANFILES += $(check_SCRIPTS)
 
 tests/fuzz/fuzz-ctl-proto: $(fuzz_ctl_proto_sources) \
@@ -73,6 +81,10 @@ tests/fuzz/fuzz-thin: $(fuzz_thin_sources) config.h
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \
 	  $(ZSTD_CFLAGS) -o $@ $(addprefix $(srcdir)/,$(fuzz_thin_sources)) \
 	  $(ZSTD_LIBS) -lpthread
+
+tests/fuzz/fuzz-journal: $(fuzz_journal_sources) config.h
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \
+	  -o $@ $(addprefix $(srcdir)/,$(fuzz_journal_sources))
 
 tests/fuzz/fuzz-extmap: $(fuzz_extmap_sources) config.h
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_CFLAGS) \
