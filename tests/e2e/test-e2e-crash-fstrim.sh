@@ -106,12 +106,18 @@ for fs in $CRASH_FS; do
          "replayed, pending $pending, known clean $clean ($moved clean bytes written since" \
          "the last FLUSH went back to pending); fstrim named $trimmed bytes," \
          "the device got $sent"
-    # The bound: what was pending, plus 16 MiB for what the file
-    # system's recovery freed or the crash left untrimmed (blocks freed
-    # in a committed transaction whose online discard had not been sent
-    # yet), against an fstrim of hundreds of MiB.
-    [ "$sent" -le $(( pending + 16 * MiB )) ] ||
-        fail "$fs: the device got $sent bytes after the crash, the pending set held $pending"
+    # The bound: what was pending, plus what the crash left that no TRIM
+    # had named: blocks freed in a committed transaction whose online
+    # discard had not been sent yet (ext4, XFS), and blocks an
+    # uncommitted transaction had written, free again after recovery
+    # (btrfs: everything since its last commit).  Both are free space
+    # holding data the device must hear of (design notes, "What fstrim
+    # sends after a crash").  Seen: 0.6% to 1.2% of what fstrim named;
+    # allowed: 16 MiB or 4% of it, whichever is more.  Without the
+    # journal the device gets all of it.
+    slack=$(( trimmed / 25 > 16 * MiB ? trimmed / 25 : 16 * MiB ))
+    [ "$sent" -le $(( pending + slack )) ] ||
+        fail "$fs: the device got $sent bytes after the crash, the pending set held $pending (allowed $slack more)"
     umount "$dir/fs"
     detach_loop "$dev"
     e2e_stop_nbdfuse
