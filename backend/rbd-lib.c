@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: librados and librbd loaded on demand (rbd-lib.h).
  *
- * Linked, they cost every server: 40-odd shared libraries loaded at
- * start, 17 MiB more resident, and a package dependency on Ceph for a
- * user serving a local disk.  Loaded here, only backend=rbd: pays.
+ * Linked, they cost every server: some 20 more shared libraries loaded
+ * at start, 17 MiB more resident, and a package dependency on Ceph for
+ * a user serving a local disk.  Loaded here, only backend=rbd: pays.
  */
 #include <config.h>
 
