@@ -70,7 +70,7 @@ set_timeouts (struct rbd_backend *h, const struct backend_options *o)
 
   snprintf (v, sizeof v, "%u", timeout_s (o));
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    int r = rados_conf_set (h->cluster, keys[i], v);
+    int r = h->lib->rados_conf_set (h->cluster, keys[i], v);
 
     if (r < 0)
       return start_fail (h, r, "rbd-timeout: cannot set %s to %s s", keys[i],
@@ -92,7 +92,7 @@ read_conf (struct rbd_backend *h, const struct backend_options *o)
               "the cluster (ceph.conf)", o->rbd_conf);
     return -1;
   }
-  r = rados_conf_read_file (h->cluster, o->rbd_conf);
+  r = h->lib->rados_conf_read_file (h->cluster, o->rbd_conf);
   if (r < 0 && o->rbd_conf) {
     errno = -r;
     dc_error ("rbd-conf=%s: not a Ceph configuration file: %m", o->rbd_conf);
@@ -105,7 +105,7 @@ read_conf (struct rbd_backend *h, const struct backend_options *o)
               "set rbd-conf=FILE", h->b.identity.name);
     return -1;
   }
-  r = rados_conf_parse_env (h->cluster, NULL);
+  r = h->lib->rados_conf_parse_env (h->cluster, NULL);
   if (r < 0)
     return start_fail (h, r, "CEPH_ARGS: cannot parse");
   if (o->rbd_keyring) {
@@ -114,7 +114,7 @@ read_conf (struct rbd_backend *h, const struct backend_options *o)
                 o->rbd_keyring);
       return -1;
     }
-    r = rados_conf_set (h->cluster, "keyring", o->rbd_keyring);
+    r = h->lib->rados_conf_set (h->cluster, "keyring", o->rbd_keyring);
     if (r < 0) {
       errno = -r;
       dc_error ("rbd-keyring=%s: %m", o->rbd_keyring);
@@ -132,7 +132,7 @@ connect_failed (struct rbd_backend *h, const struct backend_options *o,
   char mons[256] = "?";
   const char *conf = o->rbd_conf ? o->rbd_conf : "the default configuration";
 
-  rados_conf_get (h->cluster, "mon_host", mons, sizeof mons);
+  h->lib->rados_conf_get (h->cluster, "mon_host", mons, sizeof mons);
   errno = -r;
   if (r == -ETIMEDOUT || r == -EHOSTUNREACH || r == -ECONNREFUSED)
     dc_error ("backend=%s: no cluster reachable at mon_host %s (from "
@@ -163,7 +163,7 @@ open_pool (struct rbd_backend *h)
 {
   const struct rbd_spec *sp = &h->spec;
   bool exists = false;
-  int r = rados_ioctx_create (h->cluster, sp->pool, &h->ioctx);
+  int r = h->lib->rados_ioctx_create (h->cluster, sp->pool, &h->ioctx);
 
   if (r == -ENOENT)
     return start_fail (h, r, "no pool %s in the cluster", sp->pool);
@@ -171,14 +171,14 @@ open_pool (struct rbd_backend *h)
     return start_fail (h, r, "cannot open pool %s", sp->pool);
   if (sp->nspace[0] == '\0')
     return 0;
-  r = rbd_namespace_exists (h->ioctx, sp->nspace, &exists);
+  r = h->lib->rbd_namespace_exists (h->ioctx, sp->nspace, &exists);
   if (r < 0)
     return start_fail (h, r, "cannot look up namespace %s in pool %s",
                        sp->nspace, sp->pool);
   if (!exists)
     return start_fail (h, -ENOENT, "no namespace %s in pool %s",
                        sp->nspace, sp->pool);
-  rados_ioctx_set_namespace (h->ioctx, sp->nspace);
+  h->lib->rados_ioctx_set_namespace (h->ioctx, sp->nspace);
   return 0;
 }
 
@@ -187,8 +187,8 @@ open_image (struct rbd_backend *h, bool read_only)
 {
   const struct rbd_spec *sp = &h->spec;
   int r = read_only
-    ? rbd_open_read_only (h->ioctx, sp->image, &h->image, sp->snap)
-    : rbd_open (h->ioctx, sp->image, &h->image, NULL);
+    ? h->lib->rbd_open_read_only (h->ioctx, sp->image, &h->image, sp->snap)
+    : h->lib->rbd_open (h->ioctx, sp->image, &h->image, NULL);
 
   if (r == -ENOENT && sp->snap)
     return start_fail (h, r, "no image %s, or no snapshot %s of it",
@@ -215,7 +215,7 @@ rbd_connect (struct rbd_backend *h, const struct backend_options *o)
               "read-only (readonly=on)", h->b.identity.name, h->spec.snap);
     return -1;
   }
-  r = rados_create (&h->cluster, id);
+  r = h->lib->rados_create (&h->cluster, id);
   if (r < 0) {
     h->cluster = NULL;
     errno = -r;
@@ -224,7 +224,7 @@ rbd_connect (struct rbd_backend *h, const struct backend_options *o)
   }
   if (read_conf (h, o) == -1)
     return -1;
-  r = rados_connect (h->cluster);
+  r = h->lib->rados_connect (h->cluster);
   if (r < 0)
     return connect_failed (h, o, id, r);
   return open_pool (h) == -1 ? -1 : open_image (h, o->read_only);
@@ -254,7 +254,7 @@ rbd_after_fork (struct backend *b)
     return 0;
   if (rbd_connect (h, &h->opts) == -1)
     return -1;
-  r = rbd_get_size (h->image, &size);
+  r = h->lib->rbd_get_size (h->image, &size);
   if (r < 0)
     return rbd_fail (h, "size", r);
   if (size != b->size) {
@@ -271,7 +271,7 @@ void
 rbd_disconnect (struct rbd_backend *h)
 {
   if (h->image) {
-    int r = rbd_close (h->image);
+    int r = h->lib->rbd_close (h->image);
 
     if (r < 0) {
       errno = -r;
@@ -279,9 +279,9 @@ rbd_disconnect (struct rbd_backend *h)
     }
   }
   if (h->ioctx)
-    rados_ioctx_destroy (h->ioctx);
+    h->lib->rados_ioctx_destroy (h->ioctx);
   if (h->cluster)
-    rados_shutdown (h->cluster);
+    h->lib->rados_shutdown (h->cluster);
   h->image = NULL;
   h->ioctx = NULL;
   h->cluster = NULL;
@@ -298,11 +298,11 @@ watching (struct rbd_backend *h, const char *addr)
   size_t n = MAX_CLIENTS;
   bool found = false;
 
-  if (rbd_watchers_list (h->image, w, &n) < 0)
+  if (h->lib->rbd_watchers_list (h->image, w, &n) < 0)
     return true;                /* cannot tell: take it as alive */
   for (size_t i = 0; i < n && !found; i++)
     found = strcmp (w[i].addr, addr) == 0;
-  rbd_watchers_list_cleanup (w, n);
+  h->lib->rbd_watchers_list_cleanup (w, n);
   return found;
 }
 
@@ -315,7 +315,7 @@ live_owner (struct rbd_backend *h, char *buf, size_t len)
   rbd_lock_mode_t mode;
 
   buf[0] = '\0';
-  if (rbd_lock_get_owners (h->image, &mode, owners, &n) < 0)
+  if (h->lib->rbd_lock_get_owners (h->image, &mode, owners, &n) < 0)
     return;                     /* -ENOENT: no owner */
   for (size_t i = 0; i < n; i++) {
     if (buf[0] == '\0' && watching (h, owners[i]))
@@ -324,7 +324,7 @@ live_owner (struct rbd_backend *h, char *buf, size_t len)
       dc_debug ("backend %s: the lock of %s, who no longer watches the "
                 "image, will be broken", h->b.identity.name, owners[i]);
   }
-  rbd_lock_get_owners_cleanup (owners, n);
+  h->lib->rbd_lock_get_owners_cleanup (owners, n);
 }
 
 static int
@@ -368,7 +368,7 @@ rbd_lock (struct backend *b)
   live_owner (h, owner, sizeof owner);
   if (owner[0])
     return in_use (h, owner);
-  r = rbd_lock_acquire (h->image, RBD_LOCK_MODE_EXCLUSIVE);
+  r = h->lib->rbd_lock_acquire (h->image, RBD_LOCK_MODE_EXCLUSIVE);
   if (r == -EROFS || r == -EBUSY || r == -EAGAIN) {
     live_owner (h, owner, sizeof owner);
     return in_use (h, owner[0] ? owner : "(unknown)");

@@ -10,10 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <rados/librados.h>
-#include <rbd/librbd.h>
-
 #include "backend.h"
+#include "rbd-lib.h"
 
 /* The parts of rbd:POOL/[NAMESPACE/]IMAGE[@SNAP]. */
 struct rbd_spec {
@@ -60,6 +58,7 @@ struct rbd_cache {
 
 struct rbd_backend {
   struct backend b;             /* first */
+  const struct rbd_lib *lib;    /* librados's and librbd's functions */
   rados_t cluster;
   rados_ioctx_t ioctx;
   rbd_image_t image;

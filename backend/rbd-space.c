@@ -90,10 +90,10 @@ compute_allocated (struct rbd_backend *h, uint64_t v[2])
 {
   uint64_t flags = 0, sum = 0;
   bool whole = (h->features & RBD_FEATURE_FAST_DIFF) &&
-               rbd_get_flags (h->image, &flags) == 0 &&
+               h->lib->rbd_get_flags (h->image, &flags) == 0 &&
                !(flags & RBD_FLAG_FAST_DIFF_INVALID);
-  int r = rbd_diff_iterate2 (h->image, NULL, 0, h->b.size, 0, whole,
-                             add_extent, &sum);
+  int r = h->lib->rbd_diff_iterate2 (h->image, NULL, 0, h->b.size, 0,
+                                     whole, add_extent, &sum);
 
   if (r < 0)
     return rbd_fail (h, "space held (diff iterate)", r);
@@ -128,8 +128,8 @@ mon_command (struct rbd_backend *h, const char *cmd, char **text,
   const char *cmds[] = { cmd };
   char *out = NULL, *outs = NULL;
   size_t outlen = 0, outslen = 0;
-  int r = rados_mon_command (h->cluster, cmds, 1, "", 0, &out, &outlen,
-                             &outs, &outslen);
+  int r = h->lib->rados_mon_command (h->cluster, cmds, 1, "", 0, &out,
+                                     &outlen, &outs, &outslen);
 
   *text = NULL;
   if (r < 0) {
@@ -153,8 +153,8 @@ mon_command (struct rbd_backend *h, const char *cmd, char **text,
       errno = EPROTO;
     }
   }
-  rados_buffer_free (out);
-  rados_buffer_free (outs);
+  h->lib->rados_buffer_free (out);
+  h->lib->rados_buffer_free (outs);
   return r < 0 ? -1 : 0;
 }
 
@@ -169,7 +169,7 @@ pool_max_avail (struct rbd_backend *h, uint64_t *avail)
   const struct jf_member *pools;
   struct jf_member e;
   char *text, *cursor = NULL;
-  int64_t want = rados_ioctx_get_id (h->ioctx);
+  int64_t want = h->lib->rados_ioctx_get_id (h->ioctx);
   uint64_t id;
   int r = -1;
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the RBD backend, a Ceph RBD image reached through
  * librbd's C API (backend=rbd:POOL/[NAMESPACE/]IMAGE[@SNAP]).  Functions
- * are named rbdb_* (rbd_* is librbd's namespace).
+ * are named rbdb_* (rbd_* is librbd's namespace); librbd's and
+ * librados's are called through h->lib (rbd-lib.h), loaded at open.
  *
  * Concurrency: every operation is one asynchronous librbd request
  * (rbd_aio_*) that the calling thread waits for.  librbd runs them side
@@ -47,6 +48,7 @@ static int
 submit (struct rbd_backend *h, enum rbdb_op op, void *buf, uint64_t count,
         uint64_t offset, int zero_flags)
 {
+  const struct rbd_lib *lib = h->lib;
   rbd_completion_t c;
   ssize_t r;
 
@@ -58,23 +60,31 @@ submit (struct rbd_backend *h, enum rbdb_op op, void *buf, uint64_t count,
       return 0;
     return rbd_fail (h, op_names[op], -ENOTCONN);
   }
-  r = rbd_aio_create_completion (NULL, NULL, &c);
+  r = lib->rbd_aio_create_completion (NULL, NULL, &c);
   if (r < 0)
     return rbd_fail (h, op_names[op], r);
   switch (op) {
-  case OP_READ: r = rbd_aio_read (h->image, offset, count, buf, c); break;
-  case OP_WRITE: r = rbd_aio_write (h->image, offset, count, buf, c); break;
-  case OP_ZERO:
-    r = rbd_aio_write_zeroes (h->image, offset, count, c, zero_flags, 0);
+  case OP_READ:
+    r = lib->rbd_aio_read (h->image, offset, count, buf, c);
     break;
-  case OP_DISCARD: r = rbd_aio_discard (h->image, offset, count, c); break;
-  case OP_FLUSH: r = rbd_aio_flush (h->image, c); break;
+  case OP_WRITE:
+    r = lib->rbd_aio_write (h->image, offset, count, buf, c);
+    break;
+  case OP_ZERO:
+    r = lib->rbd_aio_write_zeroes (h->image, offset, count, c, zero_flags, 0);
+    break;
+  case OP_DISCARD:
+    r = lib->rbd_aio_discard (h->image, offset, count, c);
+    break;
+  case OP_FLUSH:
+    r = lib->rbd_aio_flush (h->image, c);
+    break;
   }
   if (r == 0) {
-    rbd_aio_wait_for_complete (c);
-    r = rbd_aio_get_return_value (c);
+    lib->rbd_aio_wait_for_complete (c);
+    r = lib->rbd_aio_get_return_value (c);
   }
-  rbd_aio_release (c);
+  lib->rbd_aio_release (c);
   if (r < 0)
     return rbd_fail (h, op_names[op], r);
   return 0;
@@ -178,7 +188,7 @@ free_unit (struct rbd_backend *h)
 {
   uint64_t count = 1, unit;
 
-  if (rbd_get_stripe_count (h->image, &count) < 0 || count == 0)
+  if (h->lib->rbd_get_stripe_count (h->image, &count) < 0 || count == 0)
     count = 1;
   unit = h->object_size * count;
   return is_power_of_2 (unit) ? unit : h->object_size;
@@ -190,9 +200,9 @@ probe (struct rbd_backend *h, bool read_only)
   struct backend_limits *l = &h->b.limits;
   rbd_image_info_t info;
   uint64_t unit;
-  int r = rbd_stat (h->image, &info, sizeof info);
+  int r = h->lib->rbd_stat (h->image, &info, sizeof info);
 
-  if (r < 0 || (r = rbd_get_features (h->image, &h->features)) < 0)
+  if (r < 0 || (r = h->lib->rbd_get_features (h->image, &h->features)) < 0)
     return rbd_fail (h, "stat", r);
   h->b.size = info.size;
   h->object_size = info.obj_size;
@@ -230,6 +240,16 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
   backend_set_identity (&h->b, "rbd", 0, 0, spec);
   if (rbd_spec_parse (spec, &h->spec) == -1) {
     free (h);
+    return NULL;
+  }
+  /* Before anything touches Ceph: only this backend loads its libraries. */
+  h->lib = rbd_lib_get (spec);
+  if (h->lib == NULL) {
+    int err = errno;
+
+    rbd_spec_free (&h->spec);
+    free (h);
+    errno = err;
     return NULL;
   }
   h->opts = *o;

@@ -19,6 +19,7 @@ include tests/protect.mk
 include tests/small.mk
 include tests/thin.mk
 include tests/ceph.mk
+include tests/rbd-lib.mk
 include tests/fuzz.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk

@@ -43,6 +43,17 @@ tools_deb=$(ls "$TESTDIR"/discardcache_*.deb)
 dpkg-deb -x "$plugin_deb" "$TESTDIR/plugin" || fail "cannot unpack $plugin_deb"
 dpkg-deb -x "$tools_deb" "$TESTDIR/tools" || fail "cannot unpack $tools_deb"
 
+# Ceph's libraries are loaded for backend=rbd: only: suggested, never
+# a dependency.
+for deb in "$plugin_deb" "$tools_deb"; do
+    fields=$(dpkg-deb -f "$deb" Depends Pre-Depends Recommends) ||
+        fail "cannot read the fields of $deb"
+    ! grep -Ei 'librbd|librados|ceph' <<<"$fields" ||
+        fail "$(basename "$deb") depends on Ceph's libraries (above)"
+    dpkg-deb -f "$deb" Suggests | grep -qw librbd1 ||
+        fail "$(basename "$deb") does not suggest librbd1"
+done
+
 plugindir=$(pkg-config --variable=plugindir nbdkit)
 [ "$(ls "$TESTDIR/plugin$plugindir")" = nbdkit-discardcache-plugin.so ] ||
     fail "$plugindir in the package: $(ls "$TESTDIR/plugin$plugindir")"
