@@ -313,7 +313,8 @@ write_records (struct engine_journal *j, const void *records, size_t len,
   if (j->file_end + len > j->file_alloc) {
     uint64_t to = round_up (j->file_end + len + PREALLOC_STEP, PREALLOC_STEP);
 
-    if (write_zeros (j->fd, j->file_alloc, to) == -1 || fdatasync (j->fd) == -1)
+    if (write_zeros (j->fd, j->file_alloc, to) == -1 ||
+        fdatasync (j->fd) == -1)
       return -1;
     j->file_alloc = to;
   }
@@ -436,12 +437,12 @@ engine_journal_begin (struct engine *e)
 }
 
 /* Wait until the records before ticket (0: every record appended so
- * far) are durable (sync) or written out (!sync), committing them on this thread unless a committer is at
- * it: the journal's thread for durable commits once it runs (before
- * engine_start, in tests, the caller commits itself), and the FLUSH's
- * own thread for write-outs (no hand-over).  Commits group: whoever
- * comes while one runs shares the next.  *reached (may be NULL) gets
- * the sequence number reached.
+ * far) are durable (sync) or written out (!sync), committing them on
+ * this thread unless a committer is at it: the journal's thread for
+ * durable commits once it runs (before engine_start, in tests, the
+ * caller commits itself), and the FLUSH's own thread for write-outs (no
+ * hand-over).  Commits group: whoever comes while one runs shares the
+ * next.  *reached (may be NULL) gets the sequence number reached.
  */
 static int
 commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
