@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "clock.h"
 #include "log.h"
 #include "nbd-internal.h"
 
@@ -47,27 +48,18 @@
 /* After a failed connect, the next attempt waits this long. */
 #define RECONNECT_INTERVAL_MS 500
 
-static uint64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Drive the connection until it is ready, dead, or out of time; the
  * synchronous nbd_connect_uri would wait on a TCP connect for minutes.
  */
 static const char *
 negotiate (struct nbd_handle *nbd, const char *uri)
 {
-  uint64_t deadline = now_ms () + CONNECT_TIMEOUT_MS;
+  uint64_t deadline = monotonic_ms () + CONNECT_TIMEOUT_MS;
 
   if (nbd_aio_connect_uri (nbd, uri) == -1)
     return nbd_get_error ();
   while (nbd_aio_is_connecting (nbd) == 1) {
-    uint64_t now = now_ms ();
+    uint64_t now = monotonic_ms ();
 
     if (now >= deadline) {
       errno = ETIMEDOUT;
@@ -311,7 +303,7 @@ attempt_done_locked (struct nbd_backend *h, bool ok)
     dc_error ("backend %s: cannot reconnect: requests fail with EIO, "
               "trying again every %d ms", h->uri, RECONNECT_INTERVAL_MS);
   h->down = true;
-  h->next_attempt_ms = now_ms () + RECONNECT_INTERVAL_MS;
+  h->next_attempt_ms = monotonic_ms () + RECONNECT_INTERVAL_MS;
 }
 
 void
@@ -341,7 +333,7 @@ usable_in_slot (struct nbd_backend *h, unsigned i, struct nbd_conn **old)
     h->conn[i]->users++;
     return h->conn[i];
   }
-  if (now_ms () < h->next_attempt_ms)
+  if (monotonic_ms () < h->next_attempt_ms)
     *old = NULL;
   return NULL;
 }

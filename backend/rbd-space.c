@@ -15,18 +15,10 @@
 #include <time.h>
 
 #include "arith.h"
+#include "clock.h"
 #include "json-flat.h"
 #include "log.h"
 #include "rbd-internal.h"
-
-static uint64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
 
 /* The figures of c, computed by fn at most every interval_ms: the caller
  * that finds them older computes them (fn reports its failure, once per
@@ -39,7 +31,7 @@ static int
 cached (struct rbd_backend *h, struct rbd_cache *c, uint64_t interval_ms,
         int (*fn) (struct rbd_backend *h, uint64_t v[2]), uint64_t v[2])
 {
-  uint64_t at = atomic_load (&c->at_ms), now = now_ms (), got[2];
+  uint64_t at = atomic_load (&c->at_ms), now = monotonic_ms (), got[2];
 
   if ((!at || now - at >= interval_ms) &&
       !atomic_flag_test_and_set (&c->busy)) {

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "arith.h"
+#include "clock.h"
 #include "engine-internal.h"
 #include "grow.h"
 #include "log.h"
@@ -24,12 +25,9 @@
 #define TICKS_REBASE_BY (UINT32_C (1) << 30)
 
 static uint64_t
-monotonic_ns (void *unused)
+engine_clock (void *unused)
 {
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+  return monotonic_ns ();
 }
 
 uint32_t
@@ -141,7 +139,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
                   e->granularity) == -1 ||
       init_sync (e) == -1)
     goto err;
-  e->clock = monotonic_ns;
+  e->clock = engine_clock;
   /* Nobody else sees the engine yet; the lock is for the analysis. */
   engine_lock_acquire (e);
   /* The map keeps the statistics' granule totals, and which extents

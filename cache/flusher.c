@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "arith.h"
+#include "clock.h"
 #include "engine-internal.h"
 #include "log.h"
 #include "policy.h"
@@ -59,19 +60,6 @@
 #define MEMORY_HIGH_WATER(max) ((max) - (max) / 8)
 
 #define MS(ms) ((ms) * UINT64_C (1000000))
-
-/* The CLOCK_MONOTONIC time ns from now (the engine's conds use it). */
-static struct timespec
-deadline_after_ns (uint64_t ns)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  ns += (uint64_t) ts.tv_nsec;
-  ts.tv_sec += ns / 1000000000;
-  ts.tv_nsec = ns % 1000000000;
-  return ts;
-}
 
 /* Wait on e->wakeup for at most ns of real time. */
 static void

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 noinst_HEADERS += \
 	common/arith.h \
+	common/clock.h \
 	common/cleanup.h \
 	common/crc32c.h \
 	common/fileio.h \

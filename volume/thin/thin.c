@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "arith.h"
+#include "clock.h"
 #include "engine.h"
 #include "log.h"
 #include "thin-internal.h"
@@ -132,14 +133,8 @@ static void
 wait_unrecorded_drops_lock (struct thin *t)
   REQUIRES (thin_lock)
 {
-  struct timespec ts;
+  struct timespec ts = deadline_after_ns (10000000);
 
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  ts.tv_nsec += 10000000;
-  if (ts.tv_nsec >= 1000000000) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000;
-  }
   thin_cond_timedwait_drops_lock (t, &ts);
 }
 
