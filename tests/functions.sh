@@ -344,6 +344,14 @@ json_get ()
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
+# ctl_stat SOCKET KEY: one statistic from the running server (booleans
+# as true/false).
+ctl_stat ()
+{
+    "$DISCARDCTL" -s "$1" stats --json |
+        /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(str(v).lower() if isinstance(v, bool) else v)' "$2"
+}
+
 # wait_for_ctl SOCKET: the plugin creates its control socket in
 # after_fork, just after nbdkit writes its pidfile: wait for it.
 wait_for_ctl ()

@@ -2,13 +2,6 @@
 # discardcache: helpers of the tests of invariant 11 (circuit breaker,
 # windows, proof of effect).  Source tests/functions.sh first.
 
-# ctl_stat SOCKET KEY: one statistic from the running server.
-ctl_stat ()
-{
-    "$DISCARDCTL" -s "$1" stats --json |
-        /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin)[sys.argv[1]]; print(str(v).lower() if isinstance(v, bool) else v)' "$2"
-}
-
 # wait_stat SOCKET KEY VALUE SECONDS: until the statistic equals VALUE.
 wait_stat ()
 {

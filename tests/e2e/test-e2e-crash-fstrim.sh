@@ -18,18 +18,12 @@ source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/e2e/e2e-lib.sh"
 e2e_requires
 requires /usr/bin/python3 -c 'import nbd'
-requires jq --version
 
 : "${CRASH_FS:=ext4 btrfs xfs}"
 : "${CRASH_FSTRIM_KEYS:=}"
 read -r -a extra <<< "$CRASH_FSTRIM_KEYS"
 mktempdir
 MiB=$(( 1024 * 1024 ))
-
-stat_of ()
-{
-    "$DISCARDCTL" -s "$ctl" stats --json | jq -r ".$1"
-}
 
 serve ()
 {
@@ -83,7 +77,7 @@ for fs in $CRASH_FS; do
     churn=$!
     sleep 6
     pid=$(cat "$dir/nbdkit.pid")
-    before_kill=$(stat_of pending_bytes)
+    before_kill=$(ctl_stat "$ctl" pending_bytes)
     kill -KILL "$pid"
     { wait "$pid"; } 2>/dev/null
     _stopped_pids[$pid]=1
@@ -91,17 +85,17 @@ for fs in $CRASH_FS; do
     detach_dead
 
     serve
-    pending=$(stat_of pending_bytes) clean=$(stat_of clean_bytes)
-    replayed=$(stat_of journal_replayed_records)
-    moved=$(stat_of journal_clean_unverified_bytes)
-    f0=$(stat_of forwarded_bytes)
+    pending=$(ctl_stat "$ctl" pending_bytes) clean=$(ctl_stat "$ctl" clean_bytes)
+    replayed=$(ctl_stat "$ctl" journal_replayed_records)
+    moved=$(ctl_stat "$ctl" journal_clean_unverified_bytes)
+    f0=$(ctl_stat "$ctl" forwarded_bytes)
     attach
     fstrim -v "$dir/fs" >"$dir/fstrim.out" || fail "fstrim failed"
     trimmed=$(sed -n 's/.*(\([0-9]*\) bytes) trimmed.*/\1/p' "$dir/fstrim.out")
     sync -f "$dir/fs"
     sleep 1
     "$DISCARDCTL" -s "$ctl" flush --wait >/dev/null || fail "discardctl flush failed"
-    sent=$(( $(stat_of forwarded_bytes) - f0 ))
+    sent=$(( $(ctl_stat "$ctl" forwarded_bytes) - f0 ))
     echo "$fs: pending at the kill $before_kill; after the restart $replayed records" \
          "replayed, pending $pending, known clean $clean ($moved clean bytes written since" \
          "the last FLUSH went back to pending); fstrim named $trimmed bytes," \

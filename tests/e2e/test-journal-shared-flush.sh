@@ -16,16 +16,10 @@ requires mkfs.ext4 -V
 requires mkfs.xfs -V
 requires /usr/bin/python3 -c 'import nbd'
 requires "$NBDKIT" --version
-requires jq --version
 
 mktempdir
 FLUSHES=40
 SIZE=$(( 64 * 1024 * 1024 ))
-
-stat_of ()
-{
-    "$DISCARDCTL" -s "$1" stats --json | jq -r ".$2"
-}
 
 # case NAME DIR BACKEND STATE SHARED: a whole-disk TRIM, then FLUSHES x
 # (a 4 KiB write into the pending range, a FLUSH); checks how the
@@ -45,9 +39,9 @@ h.trim(h.get_size(), 0); h.flush()
 for i in range(int(sys.argv[2])):
     h.pwrite(b"x" * 4096, i * 65536); h.flush()
 PY
-    [ "$(stat_of "$dir/ctl" journal_shared_flush)" = "$shared" ] ||
+    [ "$(ctl_stat "$dir/ctl" journal_shared_flush)" = "$shared" ] ||
         fail "$name: journal_shared_flush is not $shared"
-    syncs=$(stat_of "$dir/ctl" journal_syncs)
+    syncs=$(ctl_stat "$dir/ctl" journal_syncs)
     if [ "$shared" = true ]; then
         [ "$syncs" -eq 0 ] || fail "$name: $syncs fdatasyncs of the journal, not 0"
     else
@@ -58,7 +52,7 @@ PY
     start_nbdkit -P "$dir/pid2" -U "$dir/sock2" "$PLUGIN" backend="$backend" \
         state="$state" delay=1h ctl="$dir/ctl2"
     wait_for_ctl "$dir/ctl2"
-    pending=$(stat_of "$dir/ctl2" pending_bytes)
+    pending=$(ctl_stat "$dir/ctl2" pending_bytes)
     [ "$pending" -eq $(( SIZE - FLUSHES * 4096 )) ] ||
         fail "$name: $pending bytes pending after kill -9 and a restart, not $(( SIZE - FLUSHES * 4096 ))"
     stop_pidfile "$dir/pid2" nbdkit

@@ -17,7 +17,6 @@ requires_fuse
 requires mkfs.ext4 -V
 requires /usr/bin/python3 -c 'import nbd'
 requires "$NBDKIT" --version
-requires jq --version
 [ -x "$DISCARDFUSE" ] || fail "$DISCARDFUSE is missing: build first (make)"
 
 mktempdir
@@ -26,11 +25,6 @@ MiB=$(( 1024 * 1024 ))
 store_free ()
 {
     df -B1 --output=avail "$store" | tail -n 1 | tr -d ' '
-}
-
-stat_of ()
-{
-    "$DISCARDCTL" -s "$ctl" stats --json | jq -r ".$1"
 }
 
 # scenario FRONTEND KEYS...: prints what happened; sets PENDING, SENT,
@@ -61,7 +55,7 @@ h = nbd.NBD(); h.connect_unix(sys.argv[1]); h.trim(int(sys.argv[2]), 0)' \
         fallocate --punch-hole --keep-size -o 0 -l 40M "$dir/mnt/disk" ||
             fail "fallocate --punch-hole on discardfuse failed" ;;
     esac
-    PENDING=$(stat_of pending_bytes)
+    PENDING=$(ctl_stat "$ctl" pending_bytes)
     [ "$PENDING" -eq $(( 40 * MiB )) ] || fail "$frontend: $PENDING bytes pending after the trim, expected 40 MiB"
     FREE_BEFORE=$(store_free)
     # Below the mark: the store's free space minus 30 MiB.
@@ -69,13 +63,13 @@ h = nbd.NBD(); h.connect_unix(sys.argv[1]); h.trim(int(sys.argv[2]), 0)' \
     FREE_LOW=$(( FREE_BEFORE - 30 * MiB ))  # (the flusher may act during dd)
     for (( i = 0; i < 30; i++ )); do
         sleep 0.1
-        [ "$(stat_of pending_bytes)" -eq 0 ] && break
+        [ "$(ctl_stat "$ctl" pending_bytes)" -eq 0 ] && break
     done
     sleep 2                             # and nothing more moves
     sync -f "$store"
-    FREE_AFTER=$(store_free) PENDING=$(stat_of pending_bytes)
-    SENT=$(stat_of pressure_forwarded_bytes) ENTERED=$(stat_of pressure_entered)
-    FORWARDED=$(stat_of forwarded_bytes) LEFT=$(stat_of pressure)
+    FREE_AFTER=$(store_free) PENDING=$(ctl_stat "$ctl" pending_bytes)
+    SENT=$(ctl_stat "$ctl" pressure_forwarded_bytes) ENTERED=$(ctl_stat "$ctl" pressure_entered)
+    FORWARDED=$(ctl_stat "$ctl" forwarded_bytes) LEFT=$(ctl_stat "$ctl" pressure)
     echo "$frontend $*: store free $FREE_BEFORE, the filler takes it to $FREE_LOW;" \
          "$(( i * 100 )) ms after the filler, pending $PENDING, forwarded $FORWARDED" \
          "(under pressure $SENT), store free $FREE_AFTER, pressure entered $ENTERED, now $LEFT"
