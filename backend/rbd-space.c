@@ -158,7 +158,7 @@ pool_max_avail (struct rbd_backend *h, uint64_t *avail)
 {
   static const char cmd[] = "{\"prefix\":\"df\",\"format\":\"json\"}";
   struct jf_object top, pool, stats;
-  const struct jf_member *pools;
+  const struct jf_member *pools, *figures;
   struct jf_member e;
   char *text, *cursor = NULL;
   int64_t want = h->lib->rados_ioctx_get_id (h->ioctx);
@@ -170,8 +170,9 @@ pool_max_avail (struct rbd_backend *h, uint64_t *avail)
   pools = jf_find (&top, "pools");
   while (r == -1 && pools && jf_next (pools, &cursor, &e)) {
     if (jf_open (&e, &pool) == 0 && jf_u64 (&pool, "id", &id) &&
-        id == (uint64_t) want && jf_find (&pool, "stats") &&
-        jf_open (jf_find (&pool, "stats"), &stats) == 0 &&
+        id == (uint64_t) want &&
+        (figures = jf_find (&pool, "stats")) != NULL &&
+        jf_open (figures, &stats) == 0 &&
         jf_u64 (&stats, "max_avail", avail))
       r = 0;
   }
