@@ -402,6 +402,7 @@ lw_stat ()
 lw_used_at_least () { [ "$(pool_used "$LW_POOL")" -ge "$1" ]; }
 lw_used_below () { [ "$(pool_used "$LW_POOL")" -lt "$1" ]; }
 lw_stat_is () { [ "$(lw_stat "$1")" = "$2" ]; }
+lw_stat_at_least () { [ "$(lw_stat "$1")" -ge "$2" ]; }
 
 # lw_io FRONTEND write|trim OFFSET_MIB LENGTH_MIB: through the front-end
 # (libnbd on the socket, or the FUSE disk), then a flush.
@@ -478,6 +479,9 @@ lowwater_round ()
         # The space comes back: the pool counts less, and pressure ends.
         until_true 60 lw_used_below $(( 64 * MiB ))
         until_true 30 lw_stat_is pressure 0
+        # Pressure ends at the first reading over the mark, while Ceph's
+        # statistics still lag; the reading goes on following the pool.
+        until_true 30 lw_stat_at_least backend_free_bytes $(( 96 * MiB ))
     else
         sleep 3                         # flusher cycles under a full pool
     fi
