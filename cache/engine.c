@@ -513,23 +513,64 @@ engine_pread (struct engine *e, void *buf, uint32_t count,
   return r;
 }
 
+/* Invariant 10: the FLUSH makes durable every change to the sets
+ * recorded before it arrived.  Where the backend's flush covers the
+ * journal, the records go to the device first (while the backend's
+ * writeback starts) and the one flush makes both durable; elsewhere the
+ * journal's own commit runs beside the backend's flush.
+ */
+static int
+flush_with_journal (struct engine *e)
+{
+  uint64_t covered;
+  int r;
+
+  backend_flush_start (e->backend);
+  if (engine_journal_write_out (e, &covered) == -1)
+    return -1;
+  r = e->backend->ops->flush (e->backend);
+  if (r == 0)
+    engine_journal_flushed (e, covered);
+  return r;
+}
+
+/* Invariant 10 for a FUA write or zero: the request is durable, and
+ * so is its cancel.  Where the backend's flush covers the journal, the
+ * request goes without FUA and one flush makes both durable (rather
+ * than the backend's sync and the journal's own); elsewhere the journal
+ * commits after the FUA request.
+ */
+static bool
+fua_by_flush (struct engine *e, bool fua)
+{
+  return fua && engine_journal_shares_flush (e);
+}
+
+static int
+fua_done (struct engine *e, bool by_flush, uint64_t ticket)
+{
+  return by_flush ? flush_with_journal (e) : engine_journal_wait (e, ticket);
+}
+
 int
 engine_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
 {
   struct request rq;
   uint64_t ticket;
+  bool by_flush;
   int r;
 
   if (check_range (e, offset, count, true) == -1)
     return -1;
   request_begin (e, &rq);
   cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
-  ticket = fua ? engine_journal_begin (e) : 0;
-  r = e->backend->ops->pwrite (e->backend, buf, count, offset, fua);
-  /* Invariant 10: a FUA write is durable, and so is its cancel. */
+  by_flush = fua_by_flush (e, fua);
+  ticket = fua && !by_flush ? engine_journal_begin (e) : 0;
+  r = e->backend->ops->pwrite (e->backend, buf, count, offset,
+                               fua && !by_flush);
   if (r == 0 && fua)
-    r = engine_journal_wait (e, ticket);
+    r = fua_done (e, by_flush, ticket);
   request_end (e, &rq);
   return r;
 }
@@ -539,6 +580,7 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
                   bool may_trim, bool fua, bool fast)
 {
   struct request rq;
+  bool by_flush;
   int r;
 
   if (check_range (e, offset, length, true) == -1)
@@ -549,7 +591,9 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
   }
   request_begin (e, &rq);
   cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
-  r = e->backend->ops->zero (e->backend, offset, length, may_trim, fua);
+  by_flush = fua_by_flush (e, fua);
+  r = e->backend->ops->zero (e->backend, offset, length, may_trim,
+                             fua && !by_flush);
   /* Invariant 9: where the backend's zero deallocates as its discard
    * does, the zeroed granules are as clean as discarded ones.
    */
@@ -559,7 +603,7 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     engine_lock_release (e);
   }
   if (r == 0 && fua)
-    r = engine_journal_wait (e, engine_journal_begin (e));
+    r = fua_done (e, by_flush, by_flush ? 0 : engine_journal_begin (e));
   request_end (e, &rq);
   return r;
 }
@@ -710,27 +754,6 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
     engine_lock_release (e);
   }
   request_end (e, NULL);
-  return r;
-}
-
-/* Invariant 10: the FLUSH makes durable every change to the sets
- * recorded before it arrived.  Where the backend's flush covers the
- * journal, the records go to the device first (while the backend's
- * writeback starts) and the one flush makes both durable; elsewhere the
- * journal's own commit runs beside the backend's flush.
- */
-static int
-flush_with_journal (struct engine *e)
-{
-  uint64_t covered;
-  int r;
-
-  backend_flush_start (e->backend);
-  if (engine_journal_write_out (e, &covered) == -1)
-    return -1;
-  r = e->backend->ops->flush (e->backend);
-  if (r == 0)
-    engine_journal_flushed (e, covered);
   return r;
 }
 

@@ -5,7 +5,8 @@
 # the backing file and state= on the same ext4 or XFS file system, a
 # FLUSH writes the journal's records to the device and the backend's
 # fdatasync makes both durable: no fdatasync of the journal's own
-# (journal_syncs stays 0, journal_shared_flush is true).  With state= on
+# (journal_syncs stays 0, journal_shared_flush is true), and a FUA
+# write is sent without FUA and followed by that one flush.  With state= on
 # another file system the journal syncs itself at each FLUSH.  Either
 # way a kill -9 after the FLUSHes loses no record: after the restart the
 # pending set is the whole disk less the blocks written.
@@ -21,9 +22,10 @@ mktempdir
 FLUSHES=40
 SIZE=$(( 64 * 1024 * 1024 ))
 
-# case NAME DIR BACKEND STATE SHARED: a whole-disk TRIM, then FLUSHES x
-# (a 4 KiB write into the pending range, a FLUSH); checks how the
-# journal was synced, then kill -9, a restart, and the pending set.
+# case NAME DIR BACKEND STATE SHARED: a whole-disk TRIM, then FLUSHES
+# 4 KiB writes into the pending range, by turns followed by a FLUSH and
+# sent with FUA; checks how the journal was synced, then kill -9, a
+# restart, and the pending set.
 case_run ()
 {
     local name=$1 dir=$2 backend=$3 state=$4 shared=$5 syncs pending
@@ -37,7 +39,10 @@ import nbd, sys
 h = nbd.NBD(); h.connect_unix(sys.argv[1])
 h.trim(h.get_size(), 0); h.flush()
 for i in range(int(sys.argv[2])):
-    h.pwrite(b"x" * 4096, i * 65536); h.flush()
+    if i % 2:
+        h.pwrite(b"x" * 4096, i * 65536, nbd.CMD_FLAG_FUA)
+    else:
+        h.pwrite(b"x" * 4096, i * 65536); h.flush()
 PY
     [ "$(ctl_stat "$dir/ctl" journal_shared_flush)" = "$shared" ] ||
         fail "$name: journal_shared_flush is not $shared"
