@@ -2,7 +2,8 @@
 /* discardcache: hooks into the engine for its unit tests, and for
  * nothing else: a virtual clock, and the flusher's decision stepped
  * without its thread, so that liveness (invariant 8) can be checked
- * over hours of simulated time in milliseconds of real time.
+ * over hours of simulated time in milliseconds of real time; and a
+ * hook in the journal's commits, to act while one runs.
  */
 #ifndef DISCARDCACHE_ENGINE_TEST_H
 #define DISCARDCACHE_ENGINE_TEST_H
@@ -43,5 +44,16 @@ extern void engine_set_pressure (struct engine *e, bool pressure);
  * ENGINE_FLUSHER_IDLE.
  */
 extern uint64_t engine_flusher_step (struct engine *e);
+
+/* Called by each commit of the journal once it has taken the records
+ * and dropped the journal's lock, before it writes them (sync: the
+ * commit syncs the journal itself; otherwise a FLUSH writes the records
+ * out for the backend's flush).  Set before engine_start; NULL stops.
+ * A test's way to act while a commit is under way.
+ */
+typedef void engine_journal_hook_fn (void *opaque, bool sync);
+extern void engine_test_set_journal_hook (struct engine *e,
+                                          engine_journal_hook_fn *fn,
+                                          void *opaque);
 
 #endif /* DISCARDCACHE_ENGINE_TEST_H */

@@ -32,6 +32,7 @@
 #include "arith.h"
 #include "cleanup.h"
 #include "engine-internal.h"
+#include "engine-test.h"
 #include "fileio.h"
 #include "grow.h"
 #include "journal.h"
@@ -61,7 +62,14 @@ extern struct dc_capability journal_lock;
 struct engine_journal {
   char *path;                       /* STATE.journal */
   pthread_mutex_t lock;             /* journal_lock */
-  pthread_cond_t changed;           /* durable or requested moved; stop */
+  /* Two conditions, so that the many moves of durable_seq (one per
+   * FLUSH where the backend's flush covers the journal) wake only the
+   * requests waiting on them, not the commit thread each time.
+   */
+  pthread_cond_t changed;           /* durable or written moved, a commit
+                                       ended */
+  pthread_cond_t work;              /* the thread's: requested moved, or a
+                                       commit ended with more asked; stop */
   /* Records appended and not yet taken by a commit. */
   unsigned char *buf GUARDED_BY (journal_lock);
   size_t len GUARDED_BY (journal_lock);
@@ -85,6 +93,9 @@ struct engine_journal {
   int fd;
   uint64_t file_end;                /* where the next record goes */
   uint64_t file_alloc;              /* zeros written up to here */
+  /* engine_test_set_journal_hook's, set before the threads start. */
+  engine_journal_hook_fn *hook;
+  void *hook_opaque;
   /* The thread that commits (started after the fork). */
   bool thread_running;
   pthread_t thread;
@@ -112,10 +123,10 @@ journal_release (struct engine_journal *j)
 }
 
 static inline void
-journal_wait_drops_lock (struct engine_journal *j)
+journal_wait_drops_lock (struct engine_journal *j, pthread_cond_t *cond)
   REQUIRES (journal_lock) NO_THREAD_SAFETY_ANALYSIS
 {
-  pthread_cond_wait (&j->changed, &j->lock);
+  pthread_cond_wait (cond, &j->lock);
 }
 
 bool
@@ -158,7 +169,7 @@ append (struct engine_journal *j, enum journal_map map,
   j->records++;
   if (j->len >= BUFFER_KICK && j->thread_running && j->requested < j->next_seq) {
     j->requested = j->next_seq;
-    pthread_cond_broadcast (&j->changed);
+    pthread_cond_signal (&j->work);
   }
  out:
   journal_release (j);
@@ -375,6 +386,8 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
   j->buf = NULL;
   j->len = j->cap = 0;
   journal_release (j);
+  if (j->hook)
+    j->hook (j->hook_opaque, sync);
   if (!full)
     r = write_records (j, records, len, sync);
   else
@@ -399,6 +412,8 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
     give_up_locked (e, j);
   j->committing = false;
   pthread_cond_broadcast (&j->changed);
+  if (j->requested > j->durable_seq)
+    pthread_cond_signal (&j->work);
 }
 
 static void *
@@ -409,10 +424,11 @@ journal_thread (void *opaque)
 
   journal_acquire (j);
   while (!j->stopping) {
-    if (!j->off && j->requested > j->durable_seq)
+    /* One commit at a time: a FLUSH may be writing records out. */
+    if (!j->off && !j->committing && j->requested > j->durable_seq)
       commit_once_drops_lock (e, j, true);
     else
-      journal_wait_drops_lock (j);
+      journal_wait_drops_lock (j, &j->work);
   }
   journal_release (j);
   return NULL;
@@ -430,7 +446,7 @@ engine_journal_begin (struct engine *e)
   ticket = j->next_seq;
   if (j->thread_running && j->requested < ticket) {
     j->requested = ticket;
-    pthread_cond_broadcast (&j->changed);
+    pthread_cond_signal (&j->work);
   }
   journal_release (j);
   return ticket;
@@ -455,7 +471,7 @@ commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
     ticket = j->next_seq;
   while (!j->off && (sync ? j->durable_seq : j->written_seq) < ticket) {
     if (j->committing || (sync && j->thread_running))
-      journal_wait_drops_lock (j);
+      journal_wait_drops_lock (j, &j->changed);
     else
       commit_once_drops_lock (e, j, sync);
   }
@@ -501,6 +517,16 @@ engine_journal_flushed (struct engine *e, uint64_t covered)
     pthread_cond_broadcast (&j->changed);
   }
   journal_release (j);
+}
+
+void
+engine_test_set_journal_hook (struct engine *e, engine_journal_hook_fn *fn,
+                              void *opaque)
+{
+  if (e->journal) {
+    e->journal->hook = fn;
+    e->journal->hook_opaque = opaque;
+  }
 }
 
 /* Loading. */
@@ -689,6 +715,7 @@ journal_new (struct engine *e)
   }
   pthread_mutex_init (&j->lock, NULL);
   pthread_cond_init (&j->changed, NULL);
+  pthread_cond_init (&j->work, NULL);
   j->fd = -1;
   journal_acquire (j);
   j->next_seq = j->durable_seq = j->written_seq = j->requested = 1;
@@ -798,7 +825,7 @@ stop_thread (struct engine_journal *j)
   journal_acquire (j);
   running = j->thread_running;
   j->stopping = true;
-  pthread_cond_broadcast (&j->changed);
+  pthread_cond_signal (&j->work);
   journal_release (j);
   if (running)
     pthread_join (j->thread, NULL);
@@ -893,6 +920,7 @@ engine_journal_free (struct engine *e)
   free (j->buf);
   journal_release (j);
   pthread_cond_destroy (&j->changed);
+  pthread_cond_destroy (&j->work);
   pthread_mutex_destroy (&j->lock);
   free (j->path);
   free (j);

@@ -7,6 +7,9 @@
  * (torn appends), and corrupted after a FLUSH's records: each start
  * succeeds and replays exactly the pending set of the last FLUSH whose
  * records are whole.  The format's replay is also cut at every byte.
+ * Where the backend's flush covers the journal, a FLUSH that writes the
+ * records out while the journal's thread is woken to commit a full
+ * buffer leaves one commit at a time, and a journal that replays whole.
  */
 #include <config.h>
 
@@ -24,6 +27,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine-test.h"
 #include "journal.h"
 #include "mem-backend.h"
 #include "scratch.h"
@@ -34,6 +38,7 @@
 #define GRAN 4096
 #define STEPS 40
 
+static uint64_t disk = DISK;     /* the backend's size */
 static char dir[64];
 static char path[128];
 static char jpath[160];
@@ -44,6 +49,7 @@ setup (void **state)
   scratch_make (dir, sizeof dir, "dc-journal");
   snprintf (path, sizeof path, "%s/state", dir);
   snprintf (jpath, sizeof jpath, "%s/state.journal", dir);
+  disk = DISK;
   return 0;
 }
 
@@ -59,10 +65,9 @@ teardown (void **state)
  * compared.
  */
 static struct engine *
-open_engine (void)
+open_engine_on (struct mem_backend *mem)
 {
   struct engine_config cfg;
-  struct mem_backend *mem = mem_backend_new (DISK, GRAN, 64 * MiB);
   struct engine *e;
 
   engine_config_init (&cfg);
@@ -71,6 +76,12 @@ open_engine (void)
   e = engine_open (&cfg, &mem->b);
   engine_config_free (&cfg);
   return e;
+}
+
+static struct engine *
+open_engine (void)
+{
+  return open_engine_on (mem_backend_new (disk, GRAN, 64 * MiB));
 }
 
 /* The pending set as a string of "offset+length " items. */
@@ -241,6 +252,76 @@ test_power_loss (void **unused)
     free (want[i]);
 }
 
+static bool
+flush_covers_journal (struct backend *b, int fd)
+{
+  return true;
+}
+
+/* A FLUSH writing the records out while appends fill the buffer (1,024
+ * records) and wake the journal's thread: the thread must wait for the
+ * write-out rather than commit beside it, at the same place in the file
+ * (which lost every record from there on).  The hook appends during the
+ * write-out and gives the thread time to act.
+ */
+struct kick {
+  struct engine *e;
+  bool done;
+  int failed;
+};
+
+static void
+append_during_write_out (void *opaque, bool sync)
+{
+  struct kick *k = opaque;
+  unsigned char buf[GRAN] = { 2 };
+
+  if (sync || k->done)
+    return;
+  k->done = true;
+  for (int i = 0; i < 1100; i++)
+    k->failed |= engine_pwrite (k->e, buf, GRAN, (uint64_t) (100 + i) * GRAN,
+                                false) == -1;
+  usleep (100 * 1000);
+}
+
+static void
+test_kick_during_write_out (void **unused)
+{
+  unsigned char buf[GRAN] = { 1 };
+  struct mem_backend *mem;
+  struct kick k = { 0 };
+  unsigned char *state, *j;
+  size_t slen, jlen;
+  char *want, *got;
+
+  disk = 2 * DISK;                /* room for the hook's writes */
+  mem = mem_backend_new (disk, GRAN, 64 * MiB);
+  mem->ops.flush_covers = flush_covers_journal;
+  k.e = open_engine_on (mem);
+  assert_non_null (k.e);
+  engine_test_set_journal_hook (k.e, append_during_write_out, &k);
+  assert_int_equal (engine_start (k.e), 0);
+  assert_int_equal (engine_trim (k.e, 0, disk, false), 0);
+  for (int i = 0; i < 10; i++)
+    assert_int_equal (engine_pwrite (k.e, buf, GRAN, (uint64_t) i * GRAN,
+                                     false), 0);
+  assert_int_equal (engine_flush (k.e), 0);
+  assert_true (k.done);
+  assert_int_equal (k.failed, 0);
+  assert_int_equal (engine_flush (k.e), 0);
+  want = pending (k.e);
+  state = read_all (path, &slen);
+  j = read_all (jpath, &jlen);
+  engine_close (k.e);
+  got = restart (state, slen, j, jlen, SIZE_MAX);
+  assert_string_equal (got, want);
+  free (got);
+  free (want);
+  free (state);
+  free (j);
+}
+
 static int
 count_record (const struct journal_record *r, void *opaque)
 {
@@ -299,6 +380,8 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_replay_every_byte),
     cmocka_unit_test_setup_teardown (test_power_loss, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_kick_during_write_out, setup,
+                                     teardown),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
