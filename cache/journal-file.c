@@ -365,6 +365,20 @@ give_up_locked (struct engine *e, struct engine_journal *j)
   j->durable_seq = j->written_seq = j->next_seq;
 }
 
+/* Whether the thread has a commit to run.  Where the backend's flush
+ * covers the journal, FLUSHes and FUA requests write the records out
+ * themselves, so the thread's commits only bound the buffer (a kick at
+ * BUFFER_KICK): a write-out does that, and the next FLUSH makes it
+ * durable.  Elsewhere they make the records durable for the requests
+ * that wait (engine_journal_wait).
+ */
+static bool
+thread_commit_wanted (const struct engine_journal *j)
+  REQUIRES (journal_lock)
+{
+  return j->requested > (j->shared_flush ? j->written_seq : j->durable_seq);
+}
+
 /* One commit of everything appended so far, committing taken; the lock
  * is dropped around the I/O.  Without sync, the records reach the device
  * but wait for a backend flush to be durable (engine_journal_flushed);
@@ -412,7 +426,7 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
     give_up_locked (e, j);
   j->committing = false;
   pthread_cond_broadcast (&j->changed);
-  if (j->requested > j->durable_seq)
+  if (thread_commit_wanted (j))
     pthread_cond_signal (&j->work);
 }
 
@@ -425,8 +439,8 @@ journal_thread (void *opaque)
   journal_acquire (j);
   while (!j->stopping) {
     /* One commit at a time: a FLUSH may be writing records out. */
-    if (!j->off && !j->committing && j->requested > j->durable_seq)
-      commit_once_drops_lock (e, j, true);
+    if (!j->off && !j->committing && thread_commit_wanted (j))
+      commit_once_drops_lock (e, j, !j->shared_flush);
     else
       journal_wait_drops_lock (j, &j->work);
   }
@@ -455,9 +469,10 @@ engine_journal_begin (struct engine *e)
 /* Wait until the records before ticket (0: every record appended so
  * far) are durable (sync) or written out (!sync), committing them on
  * this thread unless a committer is at it: the journal's thread for
- * durable commits once it runs (before engine_start, in tests, the
- * caller commits itself), and the FLUSH's own thread for write-outs (no
- * hand-over).  Commits group: whoever comes while one runs shares the
+ * durable commits once it runs, unless the backend's flush covers the
+ * journal (its commits are write-outs then; before engine_start, in
+ * tests, the caller commits itself), and the FLUSH's own thread for
+ * write-outs (no hand-over).  Commits group: whoever comes while one runs shares the
  * next.  *reached (may be NULL) gets the sequence number reached.
  */
 static int
@@ -470,7 +485,7 @@ commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
   if (ticket == 0)
     ticket = j->next_seq;
   while (!j->off && (sync ? j->durable_seq : j->written_seq) < ticket) {
-    if (j->committing || (sync && j->thread_running))
+    if (j->committing || (sync && j->thread_running && !j->shared_flush))
       journal_wait_drops_lock (j, &j->changed);
     else
       commit_once_drops_lock (e, j, sync);

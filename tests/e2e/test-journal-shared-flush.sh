@@ -7,9 +7,13 @@
 # fdatasync makes both durable: no fdatasync of the journal's own
 # (journal_syncs stays 0, journal_shared_flush is true), and a FUA
 # write is sent without FUA and followed by that one flush.  With state= on
-# another file system the journal syncs itself at each FLUSH.  Either
-# way a kill -9 after the FLUSHes loses no record: after the restart the
-# pending set is the whole disk less the blocks written.
+# another file system the journal syncs itself at each FLUSH.  Then
+# KICKED writes without a FLUSH pass the journal's buffer bound twice:
+# sharing the flush, the journal writes those records out without an
+# fdatasync (journal_syncs still 0, commits up by 2 or more) and the
+# next FLUSH makes them durable.  Either way a kill -9 after the last
+# FLUSH loses no record: after the restart the pending set is the whole
+# disk less the blocks written.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 requires_root
 requires_loop
@@ -20,15 +24,31 @@ requires "$NBDKIT" --version
 
 mktempdir
 FLUSHES=40
+KICKED=2100                   # over twice BUFFER_KICK (1,024 records)
 SIZE=$(( 64 * 1024 * 1024 ))
+
+# write_kicked SOCKET: KICKED 4 KiB writes from 4 MiB on, each into
+# the pending range (a record each), then one FLUSH.
+write_kicked ()
+{
+    /usr/bin/python3 - "$1" "$KICKED" <<'PY'
+import nbd, sys
+h = nbd.NBD(); h.connect_unix(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    h.pwrite(b"k" * 4096, (4 << 20) + i * 4096)
+h.flush()
+PY
+}
 
 # case NAME DIR BACKEND STATE SHARED: a whole-disk TRIM, then FLUSHES
 # 4 KiB writes into the pending range, by turns followed by a FLUSH and
-# sent with FUA; checks how the journal was synced, then kill -9, a
-# restart, and the pending set.
+# sent with FUA; checks how the journal was synced; then the KICKED
+# writes and their FLUSH, the same check, kill -9, a restart, and the
+# pending set.
 case_run ()
 {
-    local name=$1 dir=$2 backend=$3 state=$4 shared=$5 syncs pending
+    local name=$1 dir=$2 backend=$3 state=$4 shared=$5 syncs commits pending
+    local written=$(( (FLUSHES + KICKED) * 4096 ))
     mkdir -p "$dir"
     truncate -s "$SIZE" "$backend"
     start_nbdkit -P "$dir/pid" -U "$dir/sock" "$PLUGIN" backend="$backend" \
@@ -52,16 +72,26 @@ PY
     else
         [ "$syncs" -ge "$FLUSHES" ] || fail "$name: $syncs fdatasyncs of the journal, not $FLUSHES+"
     fi
+    commits=$(ctl_stat "$dir/ctl" journal_commits)
+    write_kicked "$dir/sock" || fail "$name: the kicked writes failed"
+    commits=$(( $(ctl_stat "$dir/ctl" journal_commits) - commits ))
+    [ "$commits" -ge 3 ] ||
+        fail "$name: $commits journal commits for $KICKED writes and a FLUSH, not 3+"
+    if [ "$shared" = true ]; then
+        syncs=$(ctl_stat "$dir/ctl" journal_syncs)
+        [ "$syncs" -eq 0 ] ||
+            fail "$name: $syncs fdatasyncs of the journal after $KICKED writes without a FLUSH, not 0"
+    fi
     kill -KILL "$NBDKIT_PID"
     await_exit "$NBDKIT_PID" nbdkit SIGKILL || true
     start_nbdkit -P "$dir/pid2" -U "$dir/sock2" "$PLUGIN" backend="$backend" \
         state="$state" delay=1h ctl="$dir/ctl2"
     wait_for_ctl "$dir/ctl2"
     pending=$(ctl_stat "$dir/ctl2" pending_bytes)
-    [ "$pending" -eq $(( SIZE - FLUSHES * 4096 )) ] ||
-        fail "$name: $pending bytes pending after kill -9 and a restart, not $(( SIZE - FLUSHES * 4096 ))"
+    [ "$pending" -eq $(( SIZE - written )) ] ||
+        fail "$name: $pending bytes pending after kill -9 and a restart, not $(( SIZE - written ))"
     stop_pidfile "$dir/pid2" nbdkit
-    echo "$name: journal_shared_flush $shared, $syncs journal fdatasyncs, $pending bytes pending after kill -9"
+    echo "$name: journal_shared_flush $shared, $syncs journal fdatasyncs, $commits commits for the kicked writes, $pending bytes pending after kill -9"
 }
 
 for fs in ext4 xfs; do
