@@ -905,13 +905,17 @@ def report_thin_writes(t, out, targets):
     cases = [c for c in t.cases if c.startswith("4 KiB")]
     if not cases:
         return
+    # rep is RUN.PAIR: the pairs a run are the distinct PAIRs.
+    pairs = len({str(r["rep"]).partition(".")[2] for r in t.recs
+                 if r["case"] == cases[0]}) or 1
     out.append("### 4 KiB random writes, QD 8, on a fresh device\n")
     out.append("fio's nbd engine, `rw=randwrite bs=4k iodepth=8` over the first GiB, each "
                "run on a freshly started device (thin mode: a fresh map): the "
                "one-command-at-a-time model of section 1 with and without its log filter, "
                "and a 1 GiB sparse file. Thin mode asks the backend at start which slots "
                "read as zeros (NBD block status, a file's holes) and zero-fills none of "
-               "those. Three pairs a run, interleaved. *server CPU µs a write* is the "
+               f"those. {pairs} pair{'s' if pairs > 1 else ''} a run, interleaved. "
+               "*server CPU µs a write* is the "
                "discardcache process's CPU time (user + system, /proc) during fio's run "
                "divided by the writes done: what each mode costs the machine, steadier on "
                "a shared machine than IOPS, which the device and fio share the 2 CPUs "
