@@ -6,8 +6,10 @@
 # each for a few seconds (tests/fuzz/test-fuzzers.sh, FUZZ_SECONDS);
 # tests/fuzz/run-fuzzers MINUTES [BUILD_DIR] runs each for longer.
 # They are compiled from the sources directly, outside automake's rules,
-# because the rest of the build may use another compiler.
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
+# because the rest of the build may use another compiler.  They get the
+# same warnings (and -Werror) as the rest: they compile the same sources.
+FUZZ_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -g -O1 \
+	-fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -DHAVE_CONFIG_H \
 	-I$(top_builddir) -I$(top_srcdir)/common -I$(top_srcdir)/cache \
 	-I$(top_srcdir)/volume -I$(top_srcdir)/volume/thin \
