@@ -339,18 +339,15 @@ jf_next (const struct jf_member *m, char **cursor, struct jf_member *elem)
 int
 jf_quote (char *buf, size_t size, const char *s)
 {
+  char esc[JF_ESCAPE_SIZE];
   size_t n = 0;
   int w = snprintf (buf, size, "\"");
 
   for (; (n += w) < size && *s; s++) {
-    unsigned char c = *s;
+    const char *escape = jf_escape (*s, esc);
 
-    if (c == '"' || c == '\\')
-      w = snprintf (buf + n, size - n, "\\%c", c);
-    else if (c < 0x20 || c == 0x7f)
-      w = snprintf (buf + n, size - n, "\\u%04x", c);
-    else
-      w = snprintf (buf + n, size - n, "%c", c);
+    w = escape ? snprintf (buf + n, size - n, "%s", escape)
+               : snprintf (buf + n, size - n, "%c", *s);
   }
   if (n >= size || (n += snprintf (buf + n, size - n, "\"")) >= size)
     return -1;

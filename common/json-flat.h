@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The statistics object is the largest: every field of the stats table
  * (service/stats-table.h; stats-format.c checks they fit) plus the
@@ -80,8 +81,34 @@ extern bool jf_next (const struct jf_member *m, char **cursor,
                      struct jf_member *elem)
   __attribute__ ((nonnull (1, 2, 3)));
 
+/* The longest escape of a byte, "\u001f", and its NUL. */
+#define JF_ESCAPE_SIZE 7
+
+/* The one escaping rule of the strings we write, jf_quote's and the
+ * control server's (ctl_json_string): the escape of byte c (not NUL),
+ * in out or a constant, or NULL where c stands for itself.  Inline so
+ * that libctlproto need not link json-flat.c, which libbackend has with
+ * RBD: the plugin would get two.
+ */
+static inline const char *
+jf_escape (unsigned char c, char out[JF_ESCAPE_SIZE])
+{
+  if (c == '"')
+    return "\\\"";
+  if (c == '\\')
+    return "\\\\";
+  if (c == '\n')
+    return "\\n";
+  if (c < 0x20 || c == 0x7f) {
+    snprintf (out, JF_ESCAPE_SIZE, "\\u%04x", c);
+    return out;
+  }
+  return NULL;
+}
+
 /* s as a JSON string, quotes included, into buf (size bytes, NUL
- * terminated).  The length written, or -1 if it does not fit.
+ * terminated), escaped by jf_escape.  The length written, or -1 if it
+ * does not fit.
  */
 extern int jf_quote (char *buf, size_t size, const char *s)
   __attribute__ ((nonnull (1, 3)));

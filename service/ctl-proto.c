@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ctl-proto.h"
+#include "json-flat.h"
 
 /* The command and its arguments: set has the most, and one more tells
  * it that there are too many.
@@ -216,18 +217,16 @@ ctl_linebuf_next (struct ctl_linebuf *lb, char **line, size_t *len)
 void
 ctl_json_string (FILE *fp, const char *s)
 {
+  char esc[JF_ESCAPE_SIZE];
+
   fputc ('"', fp);
   for (; *s; s++) {
-    unsigned char c = *s;
+    const char *escape = jf_escape (*s, esc);
 
-    if (c == '"' || c == '\\')
-      fprintf (fp, "\\%c", c);
-    else if (c == '\n')
-      fputs ("\\n", fp);
-    else if (c < 0x20 || c == 0x7f)
-      fprintf (fp, "\\u%04x", c);
+    if (escape)
+      fputs (escape, fp);
     else
-      fputc (c, fp);
+      fputc (*s, fp);
   }
   fputc ('"', fp);
 }

@@ -90,7 +90,9 @@ extern void ctl_linebuf_added (struct ctl_linebuf *lb, size_t n)
 extern int ctl_linebuf_next (struct ctl_linebuf *lb, char **line, size_t *len)
   __attribute__ ((nonnull (1, 2, 3)));
 
-/* Write s as a JSON string, quotes included. */
+/* Write s as a JSON string, quotes included, escaped by jf_escape
+ * (json-flat.h) as jf_quote does.
+ */
 extern void ctl_json_string (FILE *fp, const char *s)
   __attribute__ ((nonnull (1, 2)));
 

@@ -22,10 +22,10 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 #define CHECK(cond) do { if (!(cond)) { fprintf (stderr, "fuzz: %s\n", #cond); abort (); } } while (0)
 
 /* The reply of an error message of at most REPLY_MAX_ERR bytes fits:
- * each byte quotes to at most 6, plus the object around it.
+ * each byte's escape, plus the object around it.
  */
 #define REPLY_MAX_ERR 512
-#define REPLY_SIZE (REPLY_MAX_ERR * 6 + 64)
+#define REPLY_SIZE (REPLY_MAX_ERR * (JF_ESCAPE_SIZE - 1) + 64)
 
 static void
 check_error_reply (const char *err)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control protocol's pure parts (service/ctl-proto.c)
  * and discardctl's reply parser (common/json-flat.c): request lines, the
- * line assembler, JSON quoting, and the flat-object parser reading back
- * what the server writes.
+ * line assembler, JSON quoting (the server's and jf_quote, alike), and
+ * the flat-object parser reading back what the server writes.
  */
 #include <config.h>
 
@@ -200,6 +200,44 @@ test_json_roundtrip (void **state)
   }
 }
 
+/* s as the control server quotes it (ctl_json_string), NUL-terminated. */
+static void
+ctl_quote (char *buf, size_t size, const char *s)
+{
+  FILE *fp = fmemopen (buf, size, "w");
+  long len;
+
+  assert_non_null (fp);
+  ctl_json_string (fp, s);
+  len = ftell (fp);
+  assert_int_equal (fclose (fp), 0);
+  assert_true (len > 0 && (size_t) len < size);
+  buf[len] = '\0';
+}
+
+/* The server's replies and jf_quote escape every byte alike (their one
+ * rule, jf_escape): each alone, and all in one string.
+ */
+static void
+test_json_quote_alike (void **state)
+{
+  char all[256], ctl[256 * JF_ESCAPE_SIZE], jf[sizeof ctl];
+
+  for (int c = 1; c <= 255; c++) {
+    char s[2] = { (char) c, '\0' };
+
+    ctl_quote (ctl, sizeof ctl, s);
+    assert_int_not_equal (jf_quote (jf, sizeof jf, s), -1);
+    if (strcmp (ctl, jf) != 0)
+      fail_msg ("byte 0x%02x: ctl_json_string %s, jf_quote %s", c, ctl, jf);
+    all[c - 1] = (char) c;
+  }
+  all[255] = '\0';
+  ctl_quote (ctl, sizeof ctl, all);
+  assert_int_not_equal (jf_quote (jf, sizeof jf, all), -1);
+  assert_string_equal (ctl, jf);
+}
+
 static void
 test_json_flat (void **state)
 {
@@ -324,6 +362,7 @@ main (void)
     cmocka_unit_test (test_bad_requests),
     cmocka_unit_test (test_linebuf),
     cmocka_unit_test (test_json_roundtrip),
+    cmocka_unit_test (test_json_quote_alike),
     cmocka_unit_test (test_json_flat),
     cmocka_unit_test (test_json_nested),
     cmocka_unit_test (test_json_flat_bad),
