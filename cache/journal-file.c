@@ -472,8 +472,9 @@ engine_journal_begin (struct engine *e)
  * durable commits once it runs, unless the backend's flush covers the
  * journal (its commits are write-outs then; before engine_start, in
  * tests, the caller commits itself), and the FLUSH's own thread for
- * write-outs (no hand-over).  Commits group: whoever comes while one runs shares the
- * next.  *reached (may be NULL) gets the sequence number reached.
+ * write-outs (no hand-over).  Commits group: whoever comes while one
+ * runs shares the next.  *reached (may be NULL) gets the sequence
+ * number reached.
  */
 static int
 commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
