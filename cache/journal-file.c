@@ -365,18 +365,26 @@ give_up_locked (struct engine *e, struct engine_journal *j)
   j->durable_seq = j->written_seq = j->next_seq;
 }
 
-/* Whether the thread has a commit to run.  Where the backend's flush
- * covers the journal, FLUSHes and FUA requests write the records out
- * themselves, so the thread's commits only bound the buffer (a kick at
- * BUFFER_KICK): a write-out does that, and the next FLUSH makes it
+/* Whether the thread's commits sync the journal.  Where the backend's
+ * flush covers the journal, FLUSHes and FUA requests write the records
+ * out themselves, so the thread's commits only bound the buffer (a kick
+ * at BUFFER_KICK): a write-out does that, and the next FLUSH makes it
  * durable.  Elsewhere they make the records durable for the requests
  * that wait (engine_journal_wait).
  */
 static bool
+thread_commits_sync (const struct engine_journal *j)
+{
+  return !j->shared_flush;
+}
+
+/* Whether the thread has a commit to run. */
+static bool
 thread_commit_wanted (const struct engine_journal *j)
   REQUIRES (journal_lock)
 {
-  return j->requested > (j->shared_flush ? j->written_seq : j->durable_seq);
+  return j->requested > (thread_commits_sync (j) ? j->durable_seq
+                                                 : j->written_seq);
 }
 
 /* One commit of everything appended so far, committing taken; the lock
@@ -440,7 +448,7 @@ journal_thread (void *opaque)
   while (!j->stopping) {
     /* One commit at a time: a FLUSH may be writing records out. */
     if (!j->off && !j->committing && thread_commit_wanted (j))
-      commit_once_drops_lock (e, j, !j->shared_flush);
+      commit_once_drops_lock (e, j, thread_commits_sync (j));
     else
       journal_wait_drops_lock (j, &j->work);
   }
@@ -486,7 +494,8 @@ commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
   if (ticket == 0)
     ticket = j->next_seq;
   while (!j->off && (sync ? j->durable_seq : j->written_seq) < ticket) {
-    if (j->committing || (sync && j->thread_running && !j->shared_flush))
+    if (j->committing ||
+        (sync && j->thread_running && thread_commits_sync (j)))
       journal_wait_drops_lock (j, &j->changed);
     else
       commit_once_drops_lock (e, j, sync);
