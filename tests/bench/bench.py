@@ -1103,8 +1103,13 @@ def load_summary(records):
 def report_journal(t, out, targets):
     if not section(t, out, "7. The journal of the pending set: what FLUSH-heavy clients pay", (
         "discardcache with `state=FILE` and the journal (`journal=on`, the default with "
-        "`state=`) against the same keys with `journal=off`, interleaved, on a sparse "
-        "file on this machine's disk (state file and journal beside it). `delay=1h` "
+        "`state=`) against the same keys with `journal=off`, each on a sparse file of "
+        "its own on this machine's disk (state file and journal beside it). Both run at "
+        "once and fio alternates between them in 1 s slices, the order turned round at "
+        "each pair: this disk's latency drifts over seconds, and slices side by side see "
+        "the same disk. Figures are medians over the slices, the range in brackets that "
+        "of one slice to the other in its pair; the journal's counts are per run (all "
+        "its slices). `delay=1h` "
         "keeps a TRIM of the whole disk pending, so every first write into a block "
         "cancels a pending range: every write changes the pending set, the journal's "
         "worst case (a write that changes neither set records nothing). Latency is the "
