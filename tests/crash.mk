@@ -14,6 +14,7 @@ CRASH_TESTS = \
 	tests/e2e/test-journal-crash.sh \
 	tests/e2e/test-e2e-crash-fstrim.sh \
 	tests/e2e/test-low-water.sh \
-	tests/e2e/test-journal-shared-flush.sh
+	tests/e2e/test-journal-shared-flush.sh \
+	tests/e2e/test-journal-powercut.sh
 TESTS += $(CRASH_TESTS)
 EXTRA_DIST += $(CRASH_TESTS) tests/e2e/journal-crash.py

@@ -278,16 +278,55 @@ umount_if_mounted ()
     return 0
 }
 
-# attach_loop FILE: losetup --direct-io=on -f --show FILE; sets LOOP_DEV
-# and detaches it at exit unless detach_loop did first.  Each device is
-# detached once only: tests run in parallel, and a loop device detached
-# twice may belong to another test by the second time.
+# attach_loop FILE [DEV]: losetup --direct-io=on -f --show FILE, or on
+# DEV (from loop_create); sets LOOP_DEV and detaches it at exit unless
+# detach_loop did first.  Each device is detached once only: tests run
+# in parallel, and a loop device detached twice may belong to another
+# test by the second time.
 declare -A _loop_files=()
 attach_loop ()
 {
-    LOOP_DEV=$(losetup --direct-io=on -f --show "$1") || return 1
+    if [ -n "${2:-}" ]; then
+        losetup --direct-io=on "$2" "$1" || return 1
+        LOOP_DEV=$2
+    else
+        LOOP_DEV=$(losetup --direct-io=on -f --show "$1") || return 1
+    fi
     _loop_files[$LOOP_DEV]=$1
     cleanup_fn detach_loop "$LOOP_DEV"
+}
+
+# loop_create: a loop device of the test's own (LOOP_CTL_ADD at a free
+# number in 200-999, which losetup -f picks only when every lower one
+# is busy), removed at exit.  Attached again and again with attach_loop
+# FILE DEV, a file system on it keeps its device number, as a disk usually
+# does across a reboot (a state file is tied to its backend's device and
+# inode).  Sets LOOP_OWN.
+loop_create ()
+{
+    local n
+    n=$(/usr/bin/python3 - <<'PY'
+import errno, fcntl, os, random
+fd = os.open("/dev/loop-control", os.O_RDWR)
+for n in random.sample(range(200, 1000), 100):
+    try:
+        print(fcntl.ioctl(fd, 0x4C80, n))           # LOOP_CTL_ADD
+        break
+    except OSError as e:
+        if e.errno != errno.EEXIST:
+            raise
+PY
+       ) && [ -n "$n" ] || return 1
+    cleanup_fn loop_remove "$n"
+    LOOP_OWN=/dev/loop$n
+    wait_for_file "$LOOP_OWN" 10
+}
+
+# loop_remove N: LOOP_CTL_REMOVE of /dev/loopN (loop_create's).
+loop_remove ()
+{
+    /usr/bin/python3 -c 'import fcntl, os, sys
+fcntl.ioctl(os.open("/dev/loop-control", os.O_RDWR), 0x4C81, int(sys.argv[1]))' "$1"
 }
 
 # detach_loop DEV: if attach_loop attached DEV and it is still attached,

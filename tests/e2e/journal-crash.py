@@ -23,9 +23,13 @@
 # after sending a FLUSH.
 #
 # usage: journal-crash.py DISK CTL DISCARDCTL MODEL ROUND BLOCKS PID
+#        [DEVICE_PID]
 # DISK: a Unix socket (nbdkit), or the disk file of discardfuse, where a
 # pwrite is a write, fallocate PUNCH_HOLE a trim and fsync a FLUSH (no
 # zeroes there, and nothing in flight at the kill).
+# DEVICE_PID: power-cut mode (test-journal-powercut.sh): the process
+# that holds the volatile write cache of the device under the backend's
+# file system; it is killed with the server, just before it.
 import ctypes
 import os
 import pickle
@@ -40,6 +44,7 @@ import nbd
 BLOCK = 4096
 disk, ctl, discardctl, model_path = sys.argv[1:5]
 rnd, nblocks, pid = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+device_pid = int(sys.argv[8]) if len(sys.argv) > 8 else None
 rng = random.Random(int(os.environ.get("JOURNAL_CRASH_SEED", "1")) * 1000003 + rnd)
 
 
@@ -130,11 +135,47 @@ if h.get_size() != nblocks * BLOCK:
 got = dumped_pending()
 st = stats()
 candidates = [m["flushed"]] + ([m["inflight"]] if m["inflight"] else [])
-match = None
-for pend, clean, protected in candidates:
+
+
+def replayed_sets(pend, clean):
+    """The pending and known-clean sets after the replay, if it fits the
+    model at a FLUSH that left PEND and CLEAN; else None."""
     moved = clean & m["data_since"]
-    if got == pend | moved and st["clean_bytes"] == len(clean - moved) * BLOCK:
-        match = (pend | moved, clean - moved, protected)
+    if device_pid is None:
+        if got == pend | moved and st["clean_bytes"] == len(clean - moved) * BLOCK:
+            return pend | moved, clean - moved
+        return None
+    # A power cut loses what kill -9 keeps: the page cache of the file
+    # system that holds the backend, and the device's write cache.  So
+    # a known-clean block may come back clean or pending, nothing else:
+    # - written since the FLUSH (moved): the write may have been lost
+    #   whole; the file then still has a hole there, the start's
+    #   allocation check keeps the claim, and the block must read zeros
+    #   (checked below);
+    # - not written since: the hole punch (or zeroing) that made it
+    #   clean may have been lost while its clean record became durable
+    #   (seen with a FLUSH in flight at the cut: its records are written
+    #   out before its backend flush commits the punch, and the device
+    #   may write them first); the allocation check then finds data and
+    #   moves the block to pending: a repeated discard, never data lost
+    #   (docs/design-notes.md, "One flush for the journal and the
+    #   backend").
+    # The pending set at the FLUSH must come back whole, and nothing
+    # outside it and the clean set may be pending.
+    back = got - pend
+    if pend <= got and back <= clean and \
+       st["clean_bytes"] == len(clean - back) * BLOCK:
+        return got, clean - back
+    return None
+
+
+match = None
+for which, (pend, clean, protected) in enumerate(candidates):
+    sets = replayed_sets(pend, clean)
+    if sets is not None:
+        match = (*sets, protected)
+        # power cut: blocks known clean, not written since, back pending
+        unpunched = got - pend - m["data_since"]
         break
 if match is None:
     pend, clean, _ = m["flushed"]
@@ -146,6 +187,17 @@ if match is None:
          + (" (a FLUSH was in flight; its model does not match either)"
             if m["inflight"] else ""))
 pending, clean, protected = set(match[0]), set(match[1]), dict(match[2])
+if device_pid is not None:
+    # Only a completed FLUSH promises data.  The records of a FLUSH in
+    # flight at the cut may have reached the disk (its write-out was
+    # done, its backend flush had begun) while the data it was to make
+    # durable did not: kill -9 loses neither, a power cut may.
+    protected = dict(m["flushed"][2])
+kept = clean & m["data_since"]           # power cut: writes lost whole
+for b in kept:
+    if h.pread(BLOCK, b * BLOCK) != bytes(BLOCK):
+        fail(f"block {b}, written after the last FLUSH, is still known clean "
+             f"but does not read zeros")
 for b, tag in m["flushed"][2].items():
     if m["last"].get(b) == ("w", tag) and h.pread(BLOCK, b * BLOCK) != pattern(b, tag):
         fail(f"block {b}, written and flushed, does not read back as written")
@@ -232,8 +284,19 @@ if nbd_mode and rng.random() < 0.5:
 with open(model_path + ".tmp", "wb") as f:
     pickle.dump(m, f)
 os.rename(model_path + ".tmp", model_path)
+# The power cut: the device's cache goes first, so that nothing the
+# server acknowledges after it can have reached stable storage.
+if device_pid is not None:
+    os.kill(device_pid, signal.SIGKILL)
 os.kill(pid, signal.SIGKILL)
-print(f"round {rnd}: replay matched ({len(got)} pending blocks, "
-      f"{st['journal_replayed_records']} records replayed), {ops} commands, "
+cut = "power cut" if device_pid else "kill"
+print(f"round {rnd}: replay matched the sets at "
+      f"{'the FLUSH in flight' if which else 'the last FLUSH'} "
+      f"({len(got)} pending blocks, "
+      f"{st['journal_replayed_records']} records replayed"
+      + (f"; of the blocks known clean then, {len(kept)} written since came "
+         f"back clean, {len(unpunched)} not written since came back pending"
+         if device_pid else "")
+      + f"), {ops} commands, "
       f"{'a FLUSH in flight at' if m['inflight'] else 'nothing in flight at'} "
-      f"the kill")
+      f"the {cut}")
