@@ -271,10 +271,18 @@ stop_discardfuse ()
     return $status
 }
 
+# is_mounted DIR: mountpoint(1), or else the mount table: mountpoint
+# stats DIR, and a file system shut down after its device died (XFS)
+# answers EIO, so it says "not mounted".
+is_mounted ()
+{
+    mountpoint -q "$1" 2>/dev/null || grep -qF " $1 " /proc/self/mounts
+}
+
 # umount_if_mounted DIR: for cleanup hooks.
 umount_if_mounted ()
 {
-    mountpoint -q "$1" && umount "$1"
+    is_mounted "$1" && umount "$1"
     return 0
 }
 
@@ -330,9 +338,11 @@ fcntl.ioctl(os.open("/dev/loop-control", os.O_RDWR), 0x4C81, int(sys.argv[1]))' 
 }
 
 # detach_loop DEV: if attach_loop attached DEV and it is still attached,
-# losetup -d it and wait (up to 10 s) until no loop device holds its
-# file: detaching is asynchronous, and FUSE cannot unmount while loop
-# holds its file.
+# losetup -d it and wait (up to 10 s) until DEV has let its file go:
+# detaching is asynchronous (DEV stays bound while a file system on it
+# is being shut down), and FUSE cannot unmount while loop holds its
+# file.  Asked of DEV itself, not with losetup -j FILE, which must stat
+# FILE and cannot on a FUSE mount whose server has died.
 detach_loop ()
 {
     local dev=$1 file=${_loop_files[$1]:-} i
@@ -340,7 +350,7 @@ detach_loop ()
     unset "_loop_files[$dev]"
     losetup -d "$dev" 2>/dev/null
     for (( i = 0; i < 100; i++ )); do
-        [ -z "$(losetup -j "$file" 2>/dev/null)" ] && return 0
+        [ -e "/sys/block/${dev#/dev/}/loop/backing_file" ] || return 0
         sleep 0.1
     done
     return 1

@@ -84,13 +84,12 @@ mount_fs ()
     cleanup_fn unmount_fs
 }
 
-# unmount_fs: also for a file system whose device has died (lazily:
-# nothing could be written back anyway).  Not mountpoint(1): it stats
-# the directory, and XFS, shut down after the cut, answers EIO.
+# unmount_fs: also for a file system whose device has died (lazily if
+# need be: nothing could be written back anyway).
 unmount_fs ()
 {
-    grep -qF " $MNT " /proc/self/mounts || return 0
-    umount "$MNT" 2>/dev/null || umount -l "$MNT"
+    umount_if_mounted "$MNT" 2>/dev/null
+    ! is_mounted "$MNT" || umount -l "$MNT"
 }
 
 # device_down: unmount and take the device down in order.  After a cut
@@ -99,14 +98,8 @@ unmount_fs ()
 # refuses a second one with the same UUID).
 device_down ()
 {
-    local i
     unmount_fs
-    detach_loop "$DEV"
-    for (( i = 0; i < 100; i++ )); do
-        [ -e "/sys/block/${DEV#/dev/}/loop/backing_file" ] || break
-        sleep 0.1
-    done
-    [ "$i" -lt 100 ] || fail "$DEV still attached 10 s after losetup -d"
+    detach_loop "$DEV" || fail "$DEV still attached 10 s after losetup -d"
     fusermount3 -u -z "$E2E_DIR/fuse" 2>/dev/null
     e2e_stop_nbdfuse
     stop_pid "$DEVICE_PID" "nbdkit (cache filter)"
