@@ -201,9 +201,7 @@ class Table:
         """(ratio of the medians, lowest and highest ratio of one run to
         the baseline run next to it): the spread shows the noise."""
         r = ratio(self.med(case, contender, key), self.med(case, base, key))
-        by_rep = {x["rep"]: x.get(key) for x in self.reps(case, base)}
-        runs = [ratio(x.get(key), by_rep.get(x["rep"])) for x in self.reps(case, contender)]
-        runs = [v for v in runs if v is not None]
+        runs = self.pair_ratios(case, contender, base, key)
         return (r, min(runs), max(runs)) if r is not None and runs else (r, None, None)
 
     def paired(self, case, contender, base, key):
@@ -211,10 +209,14 @@ class Table:
         lowest, highest): for runs made in pairs side by side (the
         journal's slices), where the disk's drift between pairs would
         otherwise weigh in the ratio of medians."""
+        runs = self.pair_ratios(case, contender, base, key)
+        return (median(runs), min(runs), max(runs)) if runs else (None, None, None)
+
+    def pair_ratios(self, case, contender, base, key):
+        """The ratio of each run to the baseline run of the same rep."""
         by_rep = {x["rep"]: x.get(key) for x in self.reps(case, base)}
         runs = [ratio(x.get(key), by_rep.get(x["rep"])) for x in self.reps(case, contender)]
-        runs = [v for v in runs if v is not None]
-        return (median(runs), min(runs), max(runs)) if runs else (None, None, None)
+        return [v for v in runs if v is not None]
 
     def nreps(self):
         return min((len(self.reps(c, k)) for c in self.cases for k in self.contenders
