@@ -78,6 +78,28 @@ print_dropped (const struct jf_object *st, FILE *fp)
                reasons[i].label);
 }
 
+/* Thin mode's reuse reserve (reserve=): what it holds and what reusing
+ * it saved the device.
+ */
+static void
+print_reserve (const struct jf_object *st, FILE *fp)
+{
+  char a[HUMAN_LEN], b[HUMAN_LEN];
+
+  fprintf (fp, ROW "%s in %" PRIu64 " runs, of %s\n", "reuse reserve:",
+           human_size (get (st, STAT_thin_reserve_bytes), a),
+           get (st, STAT_thin_reserve_runs),
+           human_size (get (st, STAT_thin_reserve_limit), b));
+  fprintf (fp, ROW "%" PRIu64 " writes served from it; %" PRIu64
+           " discards avoided (%s)\n", "",
+           get (st, STAT_thin_reserve_writes),
+           get (st, STAT_thin_discards_avoided),
+           human_size (get (st, STAT_thin_discards_avoided_bytes), a));
+  fprintf (fp, ROW "%" PRIu64 " runs discarded from it (%s)\n", "",
+           get (st, STAT_thin_reserve_released),
+           human_size (get (st, STAT_thin_reserve_released_bytes), a));
+}
+
 /* Thin mode's rows, only from a server with thin=on. */
 static void
 print_thin (const struct jf_object *st, FILE *fp)
@@ -110,6 +132,7 @@ print_thin (const struct jf_object *st, FILE *fp)
            "ENOSPC\n", "slot use:",
            get (st, STAT_thin_allocated), get (st, STAT_thin_reused),
            get (st, STAT_thin_zero_fills), get (st, STAT_thin_enospc));
+  print_reserve (st, fp);
   fprintf (fp, ROW "%s, %" PRIu64 " commits, %" PRIu64 " checkpoints, last "
            "at %" PRIu64 " (unix time)\n", "journal:",
            human_size (get (st, STAT_thin_journal_bytes), a),

@@ -315,6 +315,39 @@ test_table_shares (void **state)
   free (text);
 }
 
+/* Thin mode's reuse reserve in discardctl's table: each figure in its
+ * place, distinct values so that any other pairing prints another line.
+ */
+static void
+test_table_reserve (void **state)
+{
+  static const char thin[] =
+    "{\"thin_slots\":1024,\"thin_reserve_bytes\":3145728,"
+    "\"thin_reserve_runs\":5,\"thin_reserve_limit\":67108864,"
+    "\"thin_reserve_writes\":7,\"thin_discards_avoided\":11,"
+    "\"thin_discards_avoided_bytes\":2097152,"
+    "\"thin_reserve_released\":13,"
+    "\"thin_reserve_released_bytes\":1048576}";
+  static const char *const lines[] = {
+    "  reuse reserve:         3.0 MiB in 5 runs, of 64.0 MiB\n"
+    "                         7 writes served from it; 11 discards avoided "
+    "(2.0 MiB)\n"
+    "                         13 runs discarded from it (1.0 MiB)\n",
+  };
+  char *text;
+
+  text = print_of (stats_print_table, thin);
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+    if (strstr (text, lines[i]) == NULL)
+      fail_msg ("no lines '%s' in:\n%s", lines[i], text);
+  free (text);
+
+  /* Identity mode: no thin rows at all. */
+  text = print_of (stats_print_table, "{\"trims\":1}");
+  assert_null (strstr (text, "reuse reserve:"));
+  free (text);
+}
+
 int
 main (void)
 {
@@ -324,6 +357,7 @@ main (void)
     cmocka_unit_test (test_pace_modes),
     cmocka_unit_test (test_prometheus),
     cmocka_unit_test (test_table_shares),
+    cmocka_unit_test (test_table_reserve),
   };
 
   return cmocka_run_group_tests (tests, NULL, NULL);
