@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -48,6 +49,35 @@ test_reserve_key (void **state)
   assert_int_equal (c.reserve, 10000);
   assert_true (c.reserve_percent);
   volume_config_free (&c);
+}
+
+/* reserve_limit of a thin volume exporting size with reserve_key. */
+static uint64_t
+limit_of (const char *size)
+{
+  uint64_t limit;
+
+  vol = open_thin_on (NULL, "64k", size);
+  assert_non_null (vol);
+  limit = stats ().th.reserve_limit;
+  close_thin ();
+  assert_int_equal (unlink (meta), 0);  /* the next size is another map */
+  return limit;
+}
+
+/* Without reserve=, the larger of 64 MiB and 1% of the export; with a
+ * percentage, that part of the export alone.
+ */
+static void
+test_reserve_default (void **state)
+{
+  reserve_key = NULL;
+  assert_int_equal (limit_of ("2M"), UINT64_C (64) << 20);
+  assert_int_equal (limit_of ("6400M"), UINT64_C (64) << 20);
+  assert_int_equal (limit_of ("100G"), UINT64_C (1024) << 20);
+  reserve_key = "0.5%";
+  assert_int_equal (limit_of ("100G"), UINT64_C (512) << 20);
+  assert_int_equal (limit_of ("2M"), 0);
 }
 
 /* Slots 0-5 written, then a lone slot (1) and a run of three (3-5)
@@ -283,6 +313,7 @@ main (void)
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown (name, thin_setup, thin_teardown)
     T (test_reserve_key),
+    T (test_reserve_default),
     T (test_reserve_reuse_sends_nothing),
     T (test_reserve_largest_released),
     T (test_reserve_persists),

@@ -77,7 +77,8 @@ open_thin_on (struct mem_backend *m, const char *slot, const char *size)
   assert_int_equal (volume_config_set (&vcfg, "slot", slot), 0);
   assert_int_equal (volume_config_set (&vcfg, "size", size), 0);
   assert_int_equal (volume_config_set (&vcfg, "meta", meta), 0);
-  assert_int_equal (volume_config_set (&vcfg, "reserve", reserve_key), 0);
+  if (reserve_key)
+    assert_int_equal (volume_config_set (&vcfg, "reserve", reserve_key), 0);
   mem = m ? m : mem_backend_new (DISK, 4 * KiB, 1 << 30);
   eng = engine_open (&ecfg, &mem->b);
   assert_non_null (eng);

@@ -23,7 +23,8 @@ extern struct mem_backend *mem;        /* the backend */
 extern struct volume *vol;             /* the thin volume under test */
 extern struct engine *eng;             /* below it */
 /* reserve= of the next volume opened: "0" (every freed run goes to the
- * engine, as before reserve= existed) unless a test sets it.
+ * engine, as before reserve= existed) unless a test sets it; NULL: the
+ * default.
  */
 extern const char *reserve_key;
 
