@@ -9,7 +9,8 @@
 # pressure_forwarded_bytes, the store's free space back above the mark,
 # pressure entered and left); without the key nothing moves.  Through
 # nbdkit (the trim sent through libnbd) and discardfuse (fallocate
-# --punch-hole on its disk).
+# --punch-hole on its disk).  Then thin mode's reuse reserve, which
+# pressure discards too.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 requires_root
 requires_loop
@@ -27,6 +28,17 @@ store_free ()
     df -B1 --output=avail "$store" | tail -n 1 | tr -d ' '
 }
 
+# make_store DIR: a 96 MiB ext4, loop-mounted at DIR/store (sets store).
+make_store ()
+{
+    store=$1/store
+    truncate -s 96M "$1/store.img"
+    mkfs.ext4 -q -F -m 0 "$1/store.img" || fail "mkfs.ext4 failed"
+    mkdir -p "$store"
+    mount -o loop "$1/store.img" "$store" || fail "mount of the store failed"
+    cleanup_fn umount_if_mounted "$store"
+}
+
 # scenario FRONTEND KEYS...: prints what happened; sets PENDING, SENT,
 # FREE_BEFORE, FREE_AFTER, ENTERED.
 scenario ()
@@ -34,12 +46,9 @@ scenario ()
     local frontend=$1 dir i
     shift
     dir=$(mktemp -d "$TESTDIR/$frontend.XXXX")
-    store=$dir/store ctl=$dir/ctl
-    truncate -s 96M "$dir/store.img"
-    mkfs.ext4 -q -F -m 0 "$dir/store.img" || fail "mkfs.ext4 failed"
-    mkdir -p "$store" "$dir/mnt"
-    mount -o loop "$dir/store.img" "$store" || fail "mount of the store failed"
-    cleanup_fn umount_if_mounted "$store"
+    ctl=$dir/ctl
+    make_store "$dir"
+    mkdir -p "$dir/mnt"
     dd if=/dev/urandom of="$store/disk.img" bs=1M count=48 conv=fsync status=none
     case $frontend in
     nbdkit)
@@ -91,6 +100,79 @@ for frontend in nbdkit fuse; do
     [ "$PENDING" -eq $(( 40 * MiB )) ] && [ "$FORWARDED" -eq 0 ] ||
         fail "$frontend: without low-water= something moved ($PENDING pending, $FORWARDED forwarded)"
 done
+
+# Thin mode's reuse reserve gives its space back under pressure (invariant
+# 12).  48 MiB written through thin mode (slot=64k, reserve=32M), every
+# other MiB trimmed: 24 runs, all kept in the reserve, nothing pending.
+# The filler takes the store below the mark; the next commit (the
+# client's FLUSH) releases the whole reserve and the flusher forwards it
+# under pressure until the store is back above the mark: the backing
+# file holds no more than the live 24 MiB and what is still pending.
+thin_scenario ()
+{
+    local dir i alloc kept pending
+    dir=$(mktemp -d "$TESTDIR/thin.XXXX")
+    ctl=$dir/ctl
+    make_store "$dir"
+    truncate -s 64M "$store/disk.img"
+    start_nbdkit -P "$dir/pid" -U "$dir/sock" "$PLUGIN" backend="$store/disk.img" \
+        thin=on slot=64k size=64M reserve=32M meta="$dir/meta" ctl="$ctl" \
+        delay=1h idle=0 low-water=24M
+    wait_for_ctl "$ctl"
+    /usr/bin/python3 - "$dir/sock" write trim-odd <<'PY' || fail "thin: the client failed"
+import os, sys
+import nbd
+h = nbd.NBD()
+h.connect_unix(sys.argv[1])
+M = 1024 * 1024
+for i in range(48):
+    h.pwrite(os.urandom(M), i * M)
+h.flush()
+for i in range(1, 48, 2):
+    h.trim(M, i * M)
+h.flush()
+h.shutdown()
+PY
+    kept=$(ctl_stat "$ctl" thin_reserve_bytes)
+    [ "$kept" -eq $(( 24 * MiB )) ] && [ "$(ctl_stat "$ctl" pending_bytes)" -eq 0 ] ||
+        fail "thin: the reserve holds $kept bytes (expected 24 MiB, nothing pending)"
+    dd if=/dev/urandom of="$store/filler" bs=1M count=30 conv=fsync status=none
+    for (( i = 0; i < 30; i++ )); do
+        sleep 0.1
+        [ "$(ctl_stat "$ctl" pressure_entered)" -ge 1 ] && break
+    done
+    /usr/bin/python3 -c 'import nbd, sys
+h = nbd.NBD(); h.connect_unix(sys.argv[1]); h.flush(); h.shutdown()' "$dir/sock" ||
+        fail "thin: the FLUSH failed"
+    for (( i = 0; i < 30; i++ )); do
+        sleep 0.1
+        [ "$(ctl_stat "$ctl" thin_reserve_bytes)" -eq 0 ] &&
+            [ "$(ctl_stat "$ctl" pending_bytes)" -eq 0 ] && break
+    done
+    sync -f "$store"
+    alloc=$(( $(stat -c '%b * %B' "$store/disk.img") ))
+    echo "thin: reserve $kept -> $(ctl_stat "$ctl" thin_reserve_bytes) bytes," \
+         "released $(ctl_stat "$ctl" thin_reserve_released_bytes)," \
+         "under pressure $(ctl_stat "$ctl" pressure_forwarded_bytes), pressure entered" \
+         "$(ctl_stat "$ctl" pressure_entered), pending $(ctl_stat "$ctl" pending_bytes);" \
+         "the backing file holds $alloc bytes"
+    [ "$(ctl_stat "$ctl" pressure_entered)" -ge 1 ] || fail "thin: pressure never entered"
+    [ "$(ctl_stat "$ctl" thin_reserve_bytes)" -eq 0 ] ||
+        fail "thin: under pressure the reserve still holds $(ctl_stat "$ctl" thin_reserve_bytes) bytes"
+    [ "$(ctl_stat "$ctl" thin_reserve_released_bytes)" -eq "$kept" ] ||
+        fail "thin: $(ctl_stat "$ctl" thin_reserve_released_bytes) bytes released, not the reserve's $kept"
+    [ "$(ctl_stat "$ctl" pressure_forwarded_bytes)" -gt 0 ] ||
+        fail "thin: nothing forwarded under pressure"
+    # The bound: the live 24 MiB + the reserve (none now) + what is still
+    # pending (once the store is back above the mark, the rest waits for
+    # delay=), and a block or two at the punched runs' edges.
+    pending=$(ctl_stat "$ctl" pending_bytes)
+    [ "$alloc" -le $(( 24 * MiB + pending + 256 * 1024 )) ] ||
+        fail "thin: the backing file holds $alloc bytes, more than the live 24 MiB + $pending pending"
+    stop_pidfile "$dir/pid" nbdkit
+    umount "$store"
+}
+thin_scenario
 
 # The key is refused where free space is unknown.
 start_nbdkit -P "$TESTDIR/mem.pid" -U "$TESTDIR/mem.sock" memory 16M
