@@ -110,7 +110,8 @@ done
 # file holds no more than the live 24 MiB and what is still pending.
 thin_scenario ()
 {
-    local dir i alloc kept pending
+    local dir i alloc kept pending key
+    local -A st=()
     dir=$(mktemp -d "$TESTDIR/thin.XXXX")
     ctl=$dir/ctl
     make_store "$dir"
@@ -151,22 +152,27 @@ h = nbd.NBD(); h.connect_unix(sys.argv[1]); h.flush(); h.shutdown()' "$dir/sock"
     done
     sync -f "$store"
     alloc=$(( $(stat -c '%b * %B' "$store/disk.img") ))
-    echo "thin: reserve $kept -> $(ctl_stat "$ctl" thin_reserve_bytes) bytes," \
-         "released $(ctl_stat "$ctl" thin_reserve_released_bytes)," \
-         "under pressure $(ctl_stat "$ctl" pressure_forwarded_bytes), pressure entered" \
-         "$(ctl_stat "$ctl" pressure_entered), pending $(ctl_stat "$ctl" pending_bytes);" \
-         "the backing file holds $alloc bytes"
-    [ "$(ctl_stat "$ctl" pressure_entered)" -ge 1 ] || fail "thin: pressure never entered"
-    [ "$(ctl_stat "$ctl" thin_reserve_bytes)" -eq 0 ] ||
-        fail "thin: under pressure the reserve still holds $(ctl_stat "$ctl" thin_reserve_bytes) bytes"
-    [ "$(ctl_stat "$ctl" thin_reserve_released_bytes)" -eq "$kept" ] ||
-        fail "thin: $(ctl_stat "$ctl" thin_reserve_released_bytes) bytes released, not the reserve's $kept"
-    [ "$(ctl_stat "$ctl" pressure_forwarded_bytes)" -gt 0 ] ||
+    # One reading of the statistics for every check below.
+    "$DISCARDCTL" -s "$ctl" stats --json >"$dir/stats.json" || fail "thin: discardctl stats"
+    for key in thin_reserve_bytes thin_reserve_released_bytes pressure_forwarded_bytes \
+               pressure_entered pending_bytes; do
+        st[$key]=$(json_get "$dir/stats.json" "$key")
+    done
+    pending=${st[pending_bytes]}
+    echo "thin: reserve $kept -> ${st[thin_reserve_bytes]} bytes," \
+         "released ${st[thin_reserve_released_bytes]}," \
+         "under pressure ${st[pressure_forwarded_bytes]}, pressure entered" \
+         "${st[pressure_entered]}, pending $pending; the backing file holds $alloc bytes"
+    [ "${st[pressure_entered]}" -ge 1 ] || fail "thin: pressure never entered"
+    [ "${st[thin_reserve_bytes]}" -eq 0 ] ||
+        fail "thin: under pressure the reserve still holds ${st[thin_reserve_bytes]} bytes"
+    [ "${st[thin_reserve_released_bytes]}" -eq "$kept" ] ||
+        fail "thin: ${st[thin_reserve_released_bytes]} bytes released, not the reserve's $kept"
+    [ "${st[pressure_forwarded_bytes]}" -gt 0 ] ||
         fail "thin: nothing forwarded under pressure"
     # The bound: the live 24 MiB + the reserve (none now) + what is still
     # pending (once the store is back above the mark, the rest waits for
     # delay=), and a block or two at the punched runs' edges.
-    pending=$(ctl_stat "$ctl" pending_bytes)
     [ "$alloc" -le $(( 24 * MiB + pending + 256 * 1024 )) ] ||
         fail "thin: the backing file holds $alloc bytes, more than the live 24 MiB + $pending pending"
     stop_pidfile "$dir/pid" nbdkit
