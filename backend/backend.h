@@ -96,7 +96,7 @@ struct backend_ops {
   int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
                   backend_extent_fn fn, void *opaque);
   /* Optional: the store's free space and total size in bytes, for
-   * low-water= (cache/pressure.c), read on the flusher's schedule, never
+   * low-water= (cache/engine-pressure.c), read on the flusher's schedule, never
    * on the data path.  A file: statvfs of the file system holding it.
    * Not offered where nothing tells: a block device (the kernel reports
    * no free space, and a dm-thin LV's pool usage is only in the pool's

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's one context struct, shared by the files
  * that implement it (engine.c: lifecycle and data path; engine-admin.c:
- * drain, pause, set, dump and statistics; forward.c: sending discards
- * and the in-flight list; flusher.c: the thread and control-socket
- * flushes; small.c: the small-extent policy, joins and the stop's
- * leftovers; state-file.c: the state file).
+ * drain, pause, set, dump and statistics; engine-forward.c: sending discards
+ * and the in-flight list; engine-flusher.c: the thread and control-socket
+ * flushes; engine-small.c: the small-extent policy, joins and the stop's
+ * leftovers; engine-state.c: the state file).
  */
 #ifndef DISCARDCACHE_ENGINE_INTERNAL_H
 #define DISCARDCACHE_ENGINE_INTERNAL_H
@@ -87,7 +87,7 @@ struct engine {
   uint64_t flush_completed GUARDED_BY (engine_lock); /* ... and finished */
   int flush_errno GUARDED_BY (engine_lock); /* why the last one stopped early */
 
-  /* Space pressure (pressure.c): the last look at the backend's free
+  /* Space pressure (engine-pressure.c): the last look at the backend's free
    * space, and whether it is below low-water= (or set by
    * engine_set_pressure).
    */
@@ -98,7 +98,7 @@ struct engine {
   uint64_t pressure_entered GUARDED_BY (engine_lock);
   uint64_t pressure_forwarded_bytes GUARDED_BY (engine_lock);
 
-  /* The journal of the pending set (journal-file.c), NULL when off. */
+  /* The journal of the pending set (engine-journal.c), NULL when off. */
   struct engine_journal *journal;
 
   /* The thread that starts and stops the engine (the service's) alone. */
@@ -209,7 +209,7 @@ extern int engine_probe_drops_lock (struct engine *e, uint64_t offset,
   REQUIRES (engine_lock);
 
 /* Invariant 11, the engine's side of the breaker, the windows and
- * proof (protect.c).  At open: the breaker closed, proof set up (off
+ * proof (engine-protect.c).  At open: the breaker closed, proof set up (off
  * where the backend cannot tell, or without the known-clean map).
  */
 extern void engine_protection_init_locked (struct engine *e)
@@ -241,7 +241,7 @@ extern void engine_protection_stats_locked (struct engine *e,
                                             struct engine_stats *st)
   REQUIRES (engine_lock);
 
-/* Proof of effect: check one queued sample (proof.c), lock dropped
+/* Proof of effect: check one queued sample (engine-proof.c), lock dropped
  * around the backend's answer.  Flusher thread only.
  */
 extern void engine_proof_turn_drops_lock (struct engine *e)
@@ -292,14 +292,14 @@ extern void engine_sleep_drops_lock (struct engine *e, uint64_t ms)
 extern uint64_t engine_flusher_turn_drops_lock (struct engine *e)
   REQUIRES (engine_lock);
 
-/* Fill the pacing part of the statistics (flusher.c).  Lock held, and
+/* Fill the pacing part of the statistics (engine-flusher.c).  Lock held, and
  * the pending counts already in st.
  */
 extern void engine_pace_stats_locked (struct engine *e,
                                       struct engine_stats *st)
   REQUIRES (engine_lock);
 
-/* low-water= (pressure.c).  At open: refuse the key where the backend
+/* low-water= (engine-pressure.c).  At open: refuse the key where the backend
  * cannot tell its free space.  0, or -1 reported.
  */
 extern int engine_pressure_check (struct engine *e);
@@ -318,7 +318,7 @@ extern void engine_pressure_stats_locked (struct engine *e,
                                           struct engine_stats *st)
   REQUIRES (engine_lock);
 
-/* The small-extent policy (small.c, small.h).  The threshold small=
+/* The small-extent policy (engine-small.c, small.h).  The threshold small=
  * gives now: its size, or for auto the cost model's (0: none).  Lock
  * held; the map is not touched.
  */
@@ -368,7 +368,7 @@ extern int engine_state_load (struct engine *e);
 /* Write the pending extents to the state file atomically.  0 or -1. */
 extern int engine_state_save (struct engine *e);
 
-/* The state file's parts, for the journal (journal-file.c). */
+/* The state file's parts, for the journal (engine-journal.c). */
 struct state_identity;
 struct state_header;
 /* Who the backend is now. */
@@ -395,7 +395,7 @@ extern void engine_state_apply_locked (struct engine *e, const void *image,
                                        const struct state_header *h)
   REQUIRES (engine_lock);
 
-/* The journal of the pending set (journal-file.c, invariant 10).  With
+/* The journal of the pending set (engine-journal.c, invariant 10).  With
  * journal=on and state=FILE on a writable backend, it replaces the
  * load: the checkpoint (the state file) and the journal beside it are
  * replayed, a fresh checkpoint is written, and from then on every

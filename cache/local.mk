@@ -1,49 +1,38 @@
 # SPDX-License-Identifier: BSD-3-Clause
-include cache/extmap.mk
+include cache/extmap/local.mk
+include cache/policy/local.mk
+include cache/protect/local.mk
+include cache/persist/local.mk
 
 # The engine, the discard cache: the bottom layer above the backends.
-# dc_error/dc_debug come from whoever links it (common/log.h).  Its
-# include path holds no volume or service header: nothing calls up.
+# Every file at the top of cache/ is the engine itself and works under
+# its lock (engine-internal.h); the folders below it are pure libraries
+# that never include that header (cache/README.md).  dc_error/dc_debug
+# come from whoever links it (common/log.h).  Its include path holds no
+# volume or service header: nothing calls up.
 noinst_LTLIBRARIES += libengine.la
 libengine_la_SOURCES = \
-	cache/breaker.c \
-	cache/breaker.h \
-	cache/clean.c \
-	cache/clean.h \
+	cache/engine.c \
+	cache/engine.h \
+	cache/engine-admin.c \
 	cache/engine-config.c \
 	cache/engine-config.h \
-	cache/engine.c \
-	cache/engine-admin.c \
-	cache/engine.h \
-	cache/engine-stats.h \
+	cache/engine-flusher.c \
+	cache/engine-forward.c \
 	cache/engine-internal.h \
+	cache/engine-journal.c \
+	cache/engine-pressure.c \
+	cache/engine-proof.c \
+	cache/engine-protect.c \
+	cache/engine-small.c \
+	cache/engine-state.c \
+	cache/engine-stats.h \
 	cache/engine-test.h \
-	cache/flusher.c \
-	cache/forward.c \
-	cache/journal.c \
-	cache/journal.h \
-	cache/journal-file.c \
-	cache/pacing.c \
-	cache/pacing.h \
-	cache/proof.c \
-	cache/proof.h \
-	cache/protect.c \
-	cache/policy.c \
-	cache/policy.h \
-	cache/pressure.c \
-	cache/small.c \
-	cache/small.h \
-	cache/state.c \
-	cache/state.h \
-	cache/state-file.c \
-	cache/window.c \
-	cache/window.h \
-	common/crc32c.c \
-	common/file-header.c \
-	common/file-header.h \
+	cache/README.md \
 	common/parse.c \
 	common/parse.h \
 	common/reclog.h
 libengine_la_CPPFLAGS = $(ENGINE_CPPFLAGS)
 libengine_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
-libengine_la_LIBADD = libextmap.la libbackend.la $(ZSTD_LIBS)
+libengine_la_LIBADD = libpolicy.la libprotect.la libpersist.la libextmap.la \
+	libbackend.la $(ZSTD_LIBS)

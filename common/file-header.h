@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the checks the loaders of the on-disk formats share
- * (the state file, cache/state.c; thin mode's checkpoints, version 2 in
+ * (the state file, cache/persist/state.c; thin mode's checkpoints, version 2 in
  * volume/thin/thin-journal.c and version 1 in thin-meta-v1.c): the
  * frame of a header, a name and a payload under one CRC-32C, and
  * whether the file was saved for this backend.  Each check fails with

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the framing of journal records, shared by thin mode's
  * meta journal (volume/thin/thin-journal.c) and the engine's journal of
- * the pending set (cache/journal.c).  A journal is a run of fixed-size
+ * the pending set (cache/persist/journal.c).  A journal is a run of fixed-size
  * records after a header; each record carries its sequence number, a
  * u64 at offset 8, and ends in the CRC-32C of the bytes before that
  * last field.  Records are appended and made durable by fdatasync, so a

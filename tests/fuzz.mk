@@ -12,6 +12,8 @@ FUZZ_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -g -O1 \
 	-fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -DHAVE_CONFIG_H \
 	-I$(top_builddir) -I$(top_srcdir)/common -I$(top_srcdir)/cache \
+	-I$(top_srcdir)/cache/extmap -I$(top_srcdir)/cache/policy \
+	-I$(top_srcdir)/cache/protect -I$(top_srcdir)/cache/persist \
 	-I$(top_srcdir)/volume -I$(top_srcdir)/volume/thin \
 	-I$(top_srcdir)/service \
 	-I$(top_srcdir)/tools -I$(top_srcdir)/tests/unit \
@@ -19,7 +21,7 @@ FUZZ_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -g -O1 \
 fuzz_ctl_proto_sources = \
 	tests/fuzz/fuzz-ctl-proto.c service/ctl-proto.c common/json-flat.c
 fuzz_state_sources = \
-	tests/fuzz/fuzz-state.c cache/state.c common/crc32c.c common/file-header.c \
+	tests/fuzz/fuzz-state.c cache/persist/state.c common/crc32c.c common/file-header.c \
 	common/log-stderr.c
 # Thin mode's meta file loader (checkpoint and journal replay).
 fuzz_thin_sources = \
@@ -30,7 +32,8 @@ fuzz_thin_sources = \
 # The format of the journal of the pending set, replayed into a pending
 # and a known-clean map as the engine does.
 fuzz_journal_sources = \
-	tests/fuzz/fuzz-journal.c cache/journal.c cache/clean.c cache/policy.c \
+	tests/fuzz/fuzz-journal.c cache/persist/journal.c cache/policy/clean.c \
+	cache/policy/policy.c \
 	$(extmap_c_sources) common/crc32c.c common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: libFuzzer target for the state file loader
- * (cache/state.c), on a buffer as the engine reads it: the input as is,
+ * (cache/persist/state.c), on a buffer as the engine reads it: the input as is,
  * then with its checksum fixed up so that mutations reach the payload
  * decoder.  Whatever passes validation must decode to exactly the
  * declared extents of both lists (pending, then known clean), each in

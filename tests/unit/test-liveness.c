@@ -48,7 +48,7 @@
 #define MS(ms) ((uint64_t) (ms) * 1000000)
 /* The flusher's poll while clients are busy, and pacing's least quiet. */
 #define PACING_STEP_MS 20
-/* Backoff after failures: 10 ms, doubling (cache/forward.c). */
+/* Backoff after failures: 10 ms, doubling (cache/engine-forward.c). */
 #define BACKOFF_FIRST_MS 10
 #define MAX_FAILURES 3
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the pacing cost model and decisions (cache/pacing.c) on
+/* discardcache: the pacing cost model and decisions (cache/policy/pacing.c) on
  * synthetic latency samples.
  */
 #include <config.h>

@@ -7,7 +7,7 @@
  * max-extents it forwards regardless.  A flush asked for on the control
  * socket puts it in forced mode: everything forwardable goes, ignoring
  * delay, minlen, small, idle, rate, pause and backoff, joined across
- * known-clean gaps where that saves commands (small.c), and the askers
+ * known-clean gaps where that saves commands (engine-small.c), and the askers
  * are told on e->flushed.
  *
  * Liveness (invariant 8, docs/design-notes.md).  Each turn either

@@ -103,7 +103,7 @@ engine_pressure_turn_drops_lock (struct engine *e, uint64_t now_ns)
   if (now_ns >= e->pressure_look_ns)
     look_drops_lock (e, now_ns);
   /* An open breaker holds even under pressure: the device is in trouble
-   * and its probe (flusher.c) decides when discards go again.
+   * and its probe (engine-flusher.c) decides when discards go again.
    */
   if (!e->pressure || e->paused || e->forwarding_disabled ||
       breaker_holds (&e->breaker) ||

@@ -12,7 +12,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine-stats.h"
+/* How the flusher paces forwarding (budget=), one name each: off (no
+ * budget=), probe, fits, rare (pace_decide's modes: no cost model yet;
+ * each discard fits the budget; it does not, so discards run rarely),
+ * idle (clients are quiet: no spacing) and memory (near max-extents,
+ * forwarding past the budget).  PACE_OFF is 0: a zeroed engine is off.
+ */
+#define PACE_MODES(X)                                                        \
+  X (OFF, off) X (PROBE, probe) X (FITS, fits) X (RARE, rare)                \
+  X (IDLE, idle) X (MEMORY, memory)
+
+enum pace_mode {
+#define PACE_MODE_ENUM(id, name) PACE_##id,
+  PACE_MODES (PACE_MODE_ENUM)
+#undef PACE_MODE_ENUM
+};
+
+/* The mode's name, as the statistics show it. */
+static inline const char *
+pace_mode_name (enum pace_mode m)
+{
+  switch (m) {
+#define PACE_MODE_NAME(id, name) case PACE_##id: return #name;
+    PACE_MODES (PACE_MODE_NAME)
+#undef PACE_MODE_NAME
+  }
+  return "?";
+}
 
 /* Latency histogram in microseconds: 16 sub-buckets per power of two
  * (6% resolution), up to 2^37 us (longer ones count as that).  Fixed

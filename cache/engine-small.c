@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the small-extent policy (see small.h), its place in the
- * engine (the flusher's forwardable column, an explicit flush's joins
- * across known-clean gaps), and what a stop does with what is pending
- * when no state file takes it.
+/* discardcache: the small-extent policy's place in the engine (its pure
+ * rules are policy/small.c): the flusher's forwardable column, an
+ * explicit flush's joins across known-clean gaps, and what a stop does
+ * with what is pending when no state file takes it.
  */
 #include <config.h>
 
@@ -14,35 +14,6 @@
 #include "log.h"
 #include "policy.h"
 #include "small.h"
-
-static bool
-model_known (const struct pace_model *m)
-{
-  return m->valid && m->samples >= SMALL_AUTO_MIN_SAMPLES;
-}
-
-uint64_t
-small_auto_threshold (const struct pace_model *m, uint64_t granularity)
-{
-  double limit = SMALL_AUTO_MAX;
-  uint64_t t;
-
-  if (!model_known (m) || m->a_us < SMALL_AUTO_MIN_COST_US)
-    return 0;
-  if (m->b_us_per_byte > 0 && m->a_us / m->b_us_per_byte < limit)
-    limit = m->a_us / m->b_us_per_byte;
-  if (limit < 1)
-    return 0;
-  t = UINT64_C (1) << (63 - __builtin_clzll ((uint64_t) limit));
-  return MAX (t, granularity);
-}
-
-bool
-small_join_pays (const struct pace_model *m, uint64_t gap)
-{
-  return model_known (m) && m->a_us >= SMALL_AUTO_MIN_COST_US &&
-         m->b_us_per_byte * (double) gap < m->a_us;
-}
 
 uint64_t
 engine_small_len_locked (struct engine *e)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the journal of the pending set (invariant 10), its
- * format in memory only (journal-file.c does the file and the engine's
+ * format in memory only (engine-journal.c does the file and the engine's
  * side), so that tests can cut an image anywhere and the decoder can be
  * fuzzed.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the state file's format, in memory only (state-file.c
+/* discardcache: the state file's format, in memory only (engine-state.c
  * does the files), so the decoder can be fuzzed on a buffer.
  *
  * Layout (integers little-endian):

@@ -168,7 +168,7 @@ extern size_t extmap_memory (const struct extmap *map)
  * (EXTMAP_OBSERVE_REMOVE, the range asked for) and every extmap_clear
  * (offset and length 0), with the arguments of the call, so that
  * replaying the calls in order on another map rebuilds the same set
- * (the engine's journal, cache/journal.h).  Times are not reported.
+ * (the engine's journal, cache/persist/journal.h).  Times are not reported.
  * NULL fn stops observing.
  */
 enum extmap_observe_op {
