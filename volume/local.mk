@@ -5,6 +5,7 @@ noinst_LTLIBRARIES += libvolume.la
 libvolume_la_SOURCES = \
 	volume/config.c \
 	volume/identity.c \
+	volume/range.c \
 	volume/volume.c \
 	volume/volume.h \
 	volume/volume-internal.h \
@@ -20,6 +21,7 @@ libvolume_la_SOURCES = \
 	volume/thin/thin-open.c \
 	volume/thin/thin-order.c \
 	volume/thin/thin-order.h \
+	volume/thin/thin-recover.c \
 	volume/thin/thin-reserve.c \
 	volume/thin/thin-space.c \
 	volume/thin/thin-volume.h

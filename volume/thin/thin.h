@@ -299,6 +299,8 @@ struct thin_recovery {
                                   (owned) */
 };
 
+/* --- thin-recover.c: the reader for the image's version --- */
+
 /* Rebuild m (initialised, empty) from a meta file image: the checkpoint,
  * then every record in sequence; a torn or corrupt tail ends the replay
  * (valid_len tells where).  Reads versions 1 to 3.  -1 with the reason
@@ -317,7 +319,24 @@ extern int thin_meta_recover (const void *image, size_t len,
  */
 extern void thin_recovery_release (struct thin_recovery *rec);
 
-/* Shared by both versions' readers (thin-journal.c).  Both headers
+/* --- thin-journal.c: versions 2 and 3, and what every reader shares --- */
+
+/* The image's format version, after checking its magic; -1 with the
+ * reason in why when it is not a thin meta file.
+ */
+extern int thin_meta_version (const void *image, size_t len,
+                              uint32_t *version, char *why, size_t whylen);
+
+/* Load a version 2 or 3 image (rec->version set): its checkpoint, then
+ * its records.  Same contract as thin_meta_recover, which calls it.
+ */
+extern int thin_meta_recover_v3 (const unsigned char *p, size_t len,
+                                 const struct thin_meta_id *id,
+                                 struct thin_map *m,
+                                 struct thin_recovery *rec,
+                                 char *why, size_t whylen);
+
+/* Shared by every version's reader (thin-journal.c).  Both headers
  * hold the slot size, the exported size, the backend's size, kind,
  * device and inode at the same offsets; the name is elsewhere.
  */
