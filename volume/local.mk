@@ -10,7 +10,7 @@ libvolume_la_SOURCES = \
 	volume/volume.h \
 	volume/volume-internal.h \
 	volume/thin/thin.c \
-	volume/thin/thin.h \
+	volume/thin/thin-pure.h \
 	volume/thin/thin-alloc.c \
 	volume/thin/thin-internal.h \
 	volume/thin/thin-stats.h \

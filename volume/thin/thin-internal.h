@@ -35,7 +35,7 @@
 
 #include "engine.h"
 #include "lock.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "volume-internal.h"
 
 /* An unmapped physical run whose slots are not free yet: its record may

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's meta file format, version 3 (see thin.h for
+/* discardcache: thin mode's meta file format, version 3 (see thin-pure.h for
  * the layout): the checkpoint, a list of runs and the reserve, and the
  * journal records, each a run; encoded and decoded in memory so that
  * tests can cut an image anywhere.  Version 2 is read here too; version
@@ -23,7 +23,7 @@
 #include "le.h"
 #include "log.h"
 #include "reclog.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "varint.h"
 
 static const char magic[8] = "DCTHIN";   /* and two NULs */

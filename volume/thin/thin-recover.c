@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: recovering thin mode's meta file (thin.h): pick the
+/* discardcache: recovering thin mode's meta file (thin-pure.h): pick the
  * reader for the image's format version.  Above both readers
  * (thin-journal.c for versions 2 and 3, thin-meta-v1.c for version 1),
  * which share the record replay and the identity check below them.
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fileio.h"
-#include "thin.h"
+#include "thin-pure.h"
 
 int
 thin_meta_recover (const void *image, size_t len,

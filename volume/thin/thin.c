@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the thin volume's data path (see thin-volume.h; the map,
- * the free space and the format are in thin.h, the meta file on disk in
- * thin-meta.c; request ordering in thin-order.c, allocation in
+/* discardcache: the thin volume's data path (see thin-volume.h; the
+ * map, the free space and the format are in thin-pure.h, the meta file
+ * on disk in thin-meta.c; request ordering in thin-order.c, allocation in
  * thin-alloc.c, opening and statistics in thin-open.c).  Design:
  * docs/design-notes.md, "Thin mode".
  *

@@ -16,13 +16,18 @@
  *   thin-journal.c  the meta file's format: a checkpoint of runs, then
  *                   journal records, each describing a run;
  *   thin-meta-v1.c  format version 1 (one entry per logical slot),
- *                   read to convert it.
+ *                   read to convert it;
+ *   thin-recover.c  which of those readers an image needs.
+ *
+ * The rest of thin mode (thin.c, the data path; thin-meta.c, the
+ * commit; thin-alloc.c, thin-reserve.c, thin-open.c) holds the thin
+ * lock and is described in thin-internal.h.
  *
  * Memory follows the number of runs, never the exported or backend
  * size.  See docs/design-notes.md, "Thin mode".
  */
-#ifndef DISCARDCACHE_THIN_H
-#define DISCARDCACHE_THIN_H
+#ifndef DISCARDCACHE_THIN_PURE_H
+#define DISCARDCACHE_THIN_PURE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -368,4 +373,4 @@ extern int thin_meta_recover_v1 (const unsigned char *p, size_t len,
                                  struct thin_recovery *rec,
                                  char *why, size_t whylen);
 
-#endif /* DISCARDCACHE_THIN_H */
+#endif /* DISCARDCACHE_THIN_PURE_H */
