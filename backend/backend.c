@@ -73,14 +73,21 @@ readable (const char *path)
 static struct backend *
 open_failed (const char *path, bool read_only)
 {
+  int err = errno;
+  char why[512];
+  struct stat st;
+
   if (!read_only && (errno == EACCES || errno == EROFS || errno == EPERM) &&
       readable (path))
     dc_error ("backend=%s: cannot open for writing: %m "
               "(serve it read-only: readonly, -r)", path);
-  else if (errno == EBUSY)
-    dc_error ("backend=%s: %m (the block device is in use, mounted?)", path);
+  else if (errno == EBUSY && stat (path, &st) == 0 && S_ISBLK (st.st_mode)) {
+    backend_explain_busy (&st, why, sizeof why);
+    dc_error ("backend=%s: the block device is in use: %s", path, why);
+  }
   else
     dc_error ("backend=%s: %m", path);
+  errno = err;
   return NULL;
 }
 
@@ -229,4 +236,16 @@ backend_close (struct backend *b)
 {
   if (b)
     b->ops->close (b);
+}
+
+void
+backend_saved_identity (const struct backend_identity *id,
+                        struct backend_identity *out)
+{
+  *out = *id;
+  if (id->stable[0] == '\0')
+    return;
+  out->dev = 0;
+  out->ino = 0;
+  snprintf (out->name, sizeof out->name, "%s", id->stable);
 }

@@ -48,6 +48,12 @@ struct backend_identity {
   dev_t dev;               /* st_dev (file) or st_rdev (blkdev); 0 otherwise */
   ino_t ino;               /* st_ino for a file; 0 otherwise */
   char name[256];          /* canonical path or the URI */
+  /* A name that follows the store when a reboot renumbers it (the
+   * disk's WWID or serial, the dm uuid, a loop device's backing file;
+   * a file's inode on such a disk): what saved state is tied to
+   * (backend_saved_identity).  Empty where there is none.
+   */
+  char stable[256];
 };
 
 /* Called for each run of extents(): [offset, offset+length) has type
@@ -126,6 +132,14 @@ struct backend {
   struct backend_limits limits;
   struct backend_identity identity;
 };
+
+/* The identity a state file, a journal or thin mode's meta file records
+ * for the store id names: with a stable name, the kind and that name
+ * alone (device numbers change at a reboot); else id as it is.
+ */
+extern void backend_saved_identity (const struct backend_identity *id,
+                                    struct backend_identity *out)
+  __attribute__ ((nonnull (1, 2)));
 
 /* How to open a store, beyond its spec.  The rbd_* settings are the
  * RBD backend's (NULL or 0: the defaults rbd(8) has, and a 30 s bound).

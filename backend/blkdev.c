@@ -222,10 +222,16 @@ backend_blkdev_open (const char *path, int fd, bool read_only)
   h->fdb.b.size = size;
   blkdev_set_limits (&h->fdb.b.limits, st.st_rdev, logical, physical);
   backend_set_identity (&h->fdb.b, "blkdev", st.st_rdev, 0, path);
-  dc_debug ("backend %s: block device %u:%u, size %" PRIu64
+  backend_stable_name (st.st_rdev, h->fdb.b.identity.stable,
+                       sizeof h->fdb.b.identity.stable);
+  dc_debug ("backend %s: block device %u:%u (%s), size %" PRIu64
             ", discard granularity %u, max %" PRIu64,
-            path, major (st.st_rdev), minor (st.st_rdev), size,
-            h->fdb.b.limits.discard_granularity, h->fdb.b.limits.max_discard);
+            path, major (st.st_rdev), minor (st.st_rdev),
+            h->fdb.b.identity.stable[0] ? h->fdb.b.identity.stable
+                                        : "no stable name: state is tied "
+                                          "to the device number",
+            size, h->fdb.b.limits.discard_granularity,
+            h->fdb.b.limits.max_discard);
   return &h->fdb.b;
 
  err:

@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -320,6 +322,23 @@ file_set_limits (struct backend_limits *l, int fd, const struct stat *st)
   l->max_block = 0;
 }
 
+/* A file is its inode on its file system's disk: where that disk has a
+ * stable name, the file keeps its identity when a reboot renumbers the
+ * disk.  (A file on tmpfs or overlay has no disk; its device number
+ * stays what identifies it.)
+ */
+static void
+file_stable_name (struct backend_identity *id, const struct stat *st)
+{
+  char disk[sizeof id->stable];
+
+  if (!backend_stable_name (st->st_dev, disk, sizeof disk))
+    return;
+  if ((size_t) snprintf (id->stable, sizeof id->stable, "%s/inode:%ju", disk,
+                         (uintmax_t) st->st_ino) >= sizeof id->stable)
+    id->stable[0] = '\0';
+}
+
 /* Takes fd (open on path, a regular file) and closes it on failure. */
 struct backend *
 backend_file_open (const char *path, int fd, bool read_only)
@@ -343,6 +362,7 @@ backend_file_open (const char *path, int fd, bool read_only)
   h->fdb.b.size = st.st_size;
   file_set_limits (&h->fdb.b.limits, fd, &st);
   backend_set_identity (&h->fdb.b, "file", st.st_dev, st.st_ino, real);
+  file_stable_name (&h->fdb.b.identity, &st);
   dc_debug ("backend %s: file, size %jd, granularity %u",
             real, (intmax_t) st.st_size, h->fdb.b.limits.discard_granularity);
   return &h->fdb.b;

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 
@@ -48,6 +49,21 @@ extern bool backend_discard_align (struct backend *b, uint64_t *offset,
 extern int backend_write_zeroes (struct backend *b, uint64_t offset,
                                  uint64_t length, bool fua)
   __attribute__ ((nonnull (1)));
+
+/* Why the block device st (open failed with EBUSY) is busy, for the
+ * message: the processes that have it open ("open exclusively by pid
+ * 1234 (nbdkit, discardcache)"), its mount point, or the dm/md device
+ * built on it (lock.c).
+ */
+extern void backend_explain_busy (const struct stat *st, char *buf, size_t n)
+  __attribute__ ((nonnull (1, 2)));
+
+/* A name for the block device dev that survives renumbering: its dm
+ * uuid, WWID or serial, or a loop device's backing file, with "-partN"
+ * for a partition; false when it has none (stable-id.c).
+ */
+extern bool backend_stable_name (dev_t dev, char *buf, size_t n)
+  __attribute__ ((nonnull (2)));
 
 /* Copy the name (truncated to fit) into the identity. */
 extern void backend_set_identity (struct backend *b, const char *kind,

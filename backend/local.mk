@@ -9,6 +9,7 @@ noinst_LTLIBRARIES += libbackend.la
 libbackend_la_SOURCES = \
 	backend/backend.c \
 	backend/impl.c \
+	backend/stable-id.c \
 	backend/fd.c \
 	backend/file.c \
 	backend/lock.c \

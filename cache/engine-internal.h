@@ -51,6 +51,7 @@ struct engine {
   struct engine_config cfg GUARDED_BY (engine_lock);
   /* Set at open, then only read. */
   struct backend *backend;
+  struct backend_identity saved_identity;  /* backend_saved_identity */
   uint64_t granularity;             /* resolved: never 0 */
   uint64_t chunk_limit;             /* largest single discard */
   engine_clock_fn *clock;           /* monotonic ns (engine_now_ns) */
@@ -212,9 +213,10 @@ extern uint32_t engine_ticks_locked (struct engine *e) REQUIRES (engine_lock);
 /* Invariant 1: remove pending discards under [offset, offset+length),
  * adding the bytes removed to *cancelled, mark the range written in the
  * known-clean map, and wait out any overlapping discard in flight.
- * Takes the lock itself.
+ * Takes the lock itself.  Whether either map changed (so the journal
+ * has records to write through before the write goes out).
  */
-extern void engine_cancel_pending (struct engine *e, uint64_t offset,
+extern bool engine_cancel_pending (struct engine *e, uint64_t offset,
                                    uint64_t length, uint64_t *cancelled)
   EXCLUDES (engine_lock);
 
@@ -457,6 +459,12 @@ extern int engine_journal_wait (struct engine *e, uint64_t ticket);
  */
 extern bool engine_journal_shares_flush (const struct engine *e);
 extern int engine_journal_write_out (struct engine *e, uint64_t *covered);
+/* Invariant 10, a crash of this process alone: write every record
+ * appended so far into the journal's file (its page cache, no sync), so
+ * that a write whose cancel they hold can go to the backend and a
+ * kill -9 never replays a discard over it.  0, or -1 with errno.
+ */
+extern int engine_journal_write_through (struct engine *e);
 extern void engine_journal_flushed (struct engine *e, uint64_t covered);
 /* At a clean stop: after the state file is saved, the journal goes;
  * if it was not saved, the journal is committed as it stands.

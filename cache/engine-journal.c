@@ -54,6 +54,13 @@
 #define CHECKPOINT_MIN (UINT64_C (4) << 20)
 #define CHECKPOINT_PER_EXTENT (2 * JOURNAL_RECORD_SIZE)
 
+/* How far a commit takes the records: into the file (its page cache,
+ * which outlives a crash of this process: invariant 10's kill -9
+ * clause), to the device (sync_file_range: durable once the backend's
+ * flush covers the file), or durable (fdatasync).
+ */
+enum commit_depth { COMMIT_CACHE, COMMIT_DEVICE, COMMIT_SYNC };
+
 /* The journal's lock, for clang's analysis (common/lock.h).  Order:
  * the engine lock, then this one (records are appended with both).
  */
@@ -77,6 +84,8 @@ struct engine_journal {
   uint64_t next_seq GUARDED_BY (journal_lock);     /* the next record's */
   uint64_t durable_seq GUARDED_BY (journal_lock);  /* all before it are */
   uint64_t written_seq GUARDED_BY (journal_lock);  /* on the device */
+  uint64_t cached_seq GUARDED_BY (journal_lock);   /* in the file (its
+                                                      page cache) */
   uint64_t requested GUARDED_BY (journal_lock);    /* commits asked up to */
   bool committing GUARDED_BY (journal_lock);       /* one commit at a time */
   bool lost GUARDED_BY (journal_lock);  /* a record had no memory: the
@@ -92,6 +101,7 @@ struct engine_journal {
   /* The file: only the committer touches these. */
   int fd;
   uint64_t file_end;                /* where the next record goes */
+  uint64_t device_end;              /* the device has the file up to here */
   uint64_t file_alloc;              /* zeros written up to here */
   /* engine_test_set_journal_hook's, set before the threads start. */
   engine_journal_hook_fn *hook;
@@ -288,11 +298,12 @@ checkpoint (struct engine *e, struct engine_journal *j)
   if (j->fd >= 0)
     close (j->fd);
   j->fd = fd;
-  j->file_end = JOURNAL_HEADER_SIZE;
+  j->file_end = j->device_end = JOURNAL_HEADER_SIZE;
   j->file_alloc = PREALLOC_STEP;
   journal_acquire (j);
   j->durable_seq = MAX (j->durable_seq, seq);
   j->written_seq = MAX (j->written_seq, seq);
+  j->cached_seq = MAX (j->cached_seq, seq);
   j->checkpoints++;
   j->bytes = 0;
   journal_release (j);
@@ -311,15 +322,15 @@ wants_checkpoint (struct engine *e, struct engine_journal *j)
   return j->file_end > MAX (CHECKPOINT_MIN, extents * CHECKPOINT_PER_EXTENT);
 }
 
-/* Append records to the file and make them durable (sync), or only
- * write them to the device, for a backend flush to make durable.  Either
- * way the zeros they overwrite are durable first, so that writing them
+/* Append records to the file and take them to depth: durable, written
+ * to the device for a backend flush to make durable, or only into the
+ * file's page cache.  Each way the zeros they overwrite are durable first, so that writing them
  * allocates nothing and changes no size: no metadata of the file waits
  * for a flush of its own.
  */
 static int
 write_records (struct engine_journal *j, const void *records, size_t len,
-               bool sync)
+               enum commit_depth depth)
 {
   if (j->file_end + len > j->file_alloc) {
     uint64_t to = round_up (j->file_end + len + PREALLOC_STEP, PREALLOC_STEP);
@@ -331,12 +342,22 @@ write_records (struct engine_journal *j, const void *records, size_t len,
   }
   if (pwrite_all (j->fd, records, len, j->file_end) == -1)
     return -1;
-  if (sync ? fdatasync (j->fd) == -1
-      : sync_file_range (j->fd, j->file_end, len,
+  j->file_end += len;
+  /* Records a COMMIT_CACHE left in the page cache go to the device with
+   * these: from device_end, not from this commit's first record.
+   */
+  if (depth == COMMIT_SYNC) {
+    if (fdatasync (j->fd) == -1)
+      return -1;
+    j->device_end = j->file_end;
+  }
+  else if (depth == COMMIT_DEVICE && j->file_end > j->device_end) {
+    if (sync_file_range (j->fd, j->device_end, j->file_end - j->device_end,
                          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
                          SYNC_FILE_RANGE_WAIT_AFTER) == -1)
-    return -1;
-  j->file_end += len;
+      return -1;
+    j->device_end = j->file_end;
+  }
   return 0;
 }
 
@@ -362,7 +383,7 @@ give_up_locked (struct engine *e, struct engine_journal *j)
   }
   dc_error ("journal %s: turned off after an error: pending discards are "
             "not kept across a crash until the next clean start", j->path);
-  j->durable_seq = j->written_seq = j->next_seq;
+  j->durable_seq = j->written_seq = j->cached_seq = j->next_seq;
 }
 
 /* Whether the thread's commits sync the journal.  Where the backend's
@@ -378,28 +399,48 @@ thread_commits_sync (const struct engine_journal *j)
   return !j->shared_flush;
 }
 
+/* The depth of the thread's commits. */
+static enum commit_depth
+thread_depth (const struct engine_journal *j)
+{
+  return thread_commits_sync (j) ? COMMIT_SYNC : COMMIT_DEVICE;
+}
+
+/* Every record before this sequence number has reached depth. */
+static uint64_t
+reached_locked (const struct engine_journal *j, enum commit_depth depth)
+  REQUIRES (journal_lock)
+{
+  switch (depth) {
+  case COMMIT_SYNC: return j->durable_seq;
+  case COMMIT_DEVICE: return j->written_seq;
+  default: return j->cached_seq;
+  }
+}
+
 /* Whether the thread has a commit to run. */
 static bool
 thread_commit_wanted (const struct engine_journal *j)
   REQUIRES (journal_lock)
 {
-  return j->requested > (thread_commits_sync (j) ? j->durable_seq
-                                                 : j->written_seq);
+  return j->requested > reached_locked (j, thread_depth (j));
 }
 
 /* One commit of everything appended so far, committing taken; the lock
- * is dropped around the I/O.  Without sync, the records reach the device
- * but wait for a backend flush to be durable (engine_journal_flushed);
- * a checkpoint is durable either way.
+ * is dropped around the I/O.  Short of COMMIT_SYNC, the records wait for
+ * a backend flush to be durable (engine_journal_flushed) or for a later
+ * commit; a checkpoint is durable either way.
  */
 static void
-commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
+commit_once_drops_lock (struct engine *e, struct engine_journal *j,
+                        enum commit_depth depth)
   REQUIRES (journal_lock)
 {
   unsigned char *records;
   uint64_t upto = j->next_seq;
   size_t len = j->len;
   bool full = j->lost;
+  bool sync = depth == COMMIT_SYNC;
   bool durable = sync;
   int r;
 
@@ -411,7 +452,7 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
   if (j->hook)
     j->hook (j->hook_opaque, sync);
   if (!full)
-    r = write_records (j, records, len, sync);
+    r = write_records (j, records, len, depth);
   else
     r = 0;
   free (records);
@@ -423,7 +464,9 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j, bool sync)
     dc_error ("journal %s: cannot write it: %m", j->path);
   journal_acquire (j);
   if (r == 0) {
-    j->written_seq = MAX (j->written_seq, upto);
+    j->cached_seq = MAX (j->cached_seq, upto);
+    if (durable || depth >= COMMIT_DEVICE)
+      j->written_seq = MAX (j->written_seq, upto);
     if (durable)
       j->durable_seq = MAX (j->durable_seq, upto);
     j->syncs += sync && !full;
@@ -448,7 +491,7 @@ journal_thread (void *opaque)
   while (!j->stopping) {
     /* One commit at a time: a FLUSH may be writing records out. */
     if (!j->off && !j->committing && thread_commit_wanted (j))
-      commit_once_drops_lock (e, j, thread_commits_sync (j));
+      commit_once_drops_lock (e, j, thread_depth (j));
     else
       journal_wait_drops_lock (j, &j->work);
   }
@@ -475,33 +518,34 @@ engine_journal_begin (struct engine *e)
 }
 
 /* Wait until the records before ticket (0: every record appended so
- * far) are durable (sync) or written out (!sync), committing them on
+ * far) have reached depth (enum commit_depth), committing them on
  * this thread unless a committer is at it: the journal's thread for
  * durable commits once it runs, unless the backend's flush covers the
  * journal (its commits are write-outs then; before engine_start, in
- * tests, the caller commits itself), and the FLUSH's own thread for
- * write-outs (no hand-over).  Commits group: whoever comes while one
+ * tests, the caller commits itself), and the asking thread for
+ * write-outs and write-throughs (no hand-over).  Commits group: whoever comes while one
  * runs shares the next.  *reached (may be NULL) gets the sequence
  * number reached.
  */
 static int
 commit_until (struct engine *e, struct engine_journal *j, uint64_t ticket,
-              bool sync, uint64_t *reached)
+              enum commit_depth depth, uint64_t *reached)
 {
   int err;
 
   journal_acquire (j);
   if (ticket == 0)
     ticket = j->next_seq;
-  while (!j->off && (sync ? j->durable_seq : j->written_seq) < ticket) {
+  while (!j->off && reached_locked (j, depth) < ticket) {
     if (j->committing ||
-        (sync && j->thread_running && thread_commits_sync (j)))
+        (depth == COMMIT_SYNC && j->thread_running &&
+         thread_commits_sync (j)))
       journal_wait_drops_lock (j, &j->changed);
     else
-      commit_once_drops_lock (e, j, sync);
+      commit_once_drops_lock (e, j, depth);
   }
   if (reached)
-    *reached = sync ? j->durable_seq : j->written_seq;
+    *reached = reached_locked (j, depth);
   err = j->err;
   journal_release (j);
   if (err) {
@@ -516,7 +560,7 @@ engine_journal_wait (struct engine *e, uint64_t ticket)
 {
   if (e->journal == NULL)
     return 0;
-  return commit_until (e, e->journal, ticket, true, NULL);
+  return commit_until (e, e->journal, ticket, COMMIT_SYNC, NULL);
 }
 
 bool
@@ -528,7 +572,15 @@ engine_journal_shares_flush (const struct engine *e)
 int
 engine_journal_write_out (struct engine *e, uint64_t *covered)
 {
-  return commit_until (e, e->journal, 0, false, covered);
+  return commit_until (e, e->journal, 0, COMMIT_DEVICE, covered);
+}
+
+int
+engine_journal_write_through (struct engine *e)
+{
+  if (e->journal == NULL)
+    return 0;
+  return commit_until (e, e->journal, 0, COMMIT_CACHE, NULL);
 }
 
 void
@@ -743,7 +795,8 @@ journal_new (struct engine *e)
   pthread_cond_init (&j->work, NULL);
   j->fd = -1;
   journal_acquire (j);
-  j->next_seq = j->durable_seq = j->written_seq = j->requested = 1;
+  j->next_seq = j->durable_seq = j->written_seq = j->cached_seq =
+    j->requested = 1;
   journal_release (j);
   e->journal = j;
   return 0;

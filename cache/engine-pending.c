@@ -68,25 +68,29 @@ cancel_whole_extents_locked (struct engine *e, uint64_t offset,
  * known clean; a discard in flight that succeeds marks its range clean
  * before it leaves the list, so the loop takes that out again too.
  */
-void
+bool
 engine_cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
-                uint64_t *cancelled)
+                       uint64_t *cancelled)
 {
+  bool changed = false;
+
   engine_lock_acquire (e);
   for (;;) {
-    uint64_t removed;
+    uint64_t removed = 0, before = *cancelled;
 
     if (extmap_remove (e->map, offset, length, &removed) == 0)
       *cancelled += removed;
     else
       cancel_whole_extents_locked (e, offset, length, cancelled);
-    clean_written (&e->clean, offset, length);
+    changed |= *cancelled != before;
+    changed |= clean_written (&e->clean, offset, length);
     if (!engine_overlaps_inflight_locked (e, offset, length))
       break;
     e->stats.write_waits++;
     engine_cond_wait_drops_lock (e, &e->inflight_done);
   }
   engine_lock_release (e);
+  return changed;
 }
 
 /* Keep max-extents: forward (or drop, by policy) the oldest extents.

@@ -47,7 +47,7 @@ file_mtime_ns (const struct backend_identity *b)
 void
 engine_state_identity (const struct engine *e, struct state_identity *id)
 {
-  const struct backend_identity *b = &e->backend->identity;
+  const struct backend_identity *b = engine_identity (e);
 
   memset (id, 0, sizeof *id);
   snprintf (id->kind, sizeof id->kind, "%s", b->kind);
@@ -55,7 +55,7 @@ engine_state_identity (const struct engine *e, struct state_identity *id)
   id->ino = b->ino;
   id->size = e->backend->size;
   id->granularity = e->granularity;
-  id->mtime_ns = file_mtime_ns (b);
+  id->mtime_ns = file_mtime_ns (&e->backend->identity);
   snprintf (id->name, sizeof id->name, "%s", b->name);
 }
 

@@ -120,6 +120,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     return NULL;
   }
   e->backend = b;
+  backend_saved_identity (&b->identity, &e->saved_identity);
   if (engine_config_copy (&e->cfg, cfg) == -1) {
     backend_close (b);
     free (e);
@@ -302,7 +303,7 @@ engine_limits (const struct engine *e)
 const struct backend_identity *
 engine_identity (const struct engine *e)
 {
-  return &e->backend->identity;
+  return &e->saved_identity;
 }
 
 uint64_t
@@ -498,6 +499,29 @@ fua_done (struct engine *e, bool by_flush, uint64_t ticket)
   return by_flush ? flush_with_journal (e) : engine_journal_wait (e, ticket);
 }
 
+/* Invariants 1 and 10: what a write or zero cancels leaves the pending
+ * set, and its journal records reach the journal's file, before the data
+ * reaches the backend: after a kill -9 of this process (the backend kept
+ * the write), replay then never discards over it.  Power loss is the
+ * last FLUSH's business (engine_journal_wait).
+ */
+static int
+cancel_then_write_through (struct engine *e, uint64_t offset,
+                           uint64_t length, uint64_t *cancelled)
+{
+  if (!engine_cancel_pending (e, offset, length, cancelled))
+    return 0;
+  if (engine_journal_write_through (e) == -1) {
+    int err = errno;
+
+    dc_error ("journal: cannot record a write's cancel before the write: "
+              "%m");
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
 int
 engine_pwrite (struct engine *e, const void *buf, uint32_t count,
                     uint64_t offset, bool fua)
@@ -510,7 +534,11 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
   if (check_range (e, offset, count, true) == -1)
     return -1;
   request_begin (e, &rq);
-  engine_cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
+  if (cancel_then_write_through (e, offset, count,
+                                 &e->stats.cancelled_by_writes) == -1) {
+    request_end (e, &rq);
+    return -1;
+  }
   by_flush = fua_by_flush (e, fua);
   ticket = fua && !by_flush ? engine_journal_begin (e) : 0;
   r = e->backend->ops->pwrite (e->backend, buf, count, offset,
@@ -536,7 +564,11 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     return -1;
   }
   request_begin (e, &rq);
-  engine_cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
+  if (cancel_then_write_through (e, offset, length,
+                                 &e->stats.cancelled_by_zeroes) == -1) {
+    request_end (e, &rq);
+    return -1;
+  }
   by_flush = fua_by_flush (e, fua);
   r = e->backend->ops->zero (e->backend, offset, length, may_trim,
                              fua && !by_flush);

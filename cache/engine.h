@@ -74,8 +74,10 @@ extern void engine_stop (struct engine *e, uint64_t timeout_ms);
  */
 extern void engine_close (struct engine *e);
 
-/* The backend's size, limits and identity, and the discard granularity
- * in force (the backend's, or a coarser granularity=).
+/* The backend's size and limits, the identity what is saved for it is
+ * tied to (backend_saved_identity: a stable name where the store has
+ * one), and the discard granularity in force (the backend's, or a
+ * coarser granularity=).
  */
 extern uint64_t engine_size (const struct engine *e);
 extern const struct backend_limits *engine_limits (const struct engine *e);

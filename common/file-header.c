@@ -58,10 +58,23 @@ file_same_backend (const struct file_backend *was,
                    const struct file_backend *now, char *why, size_t whylen)
 {
   bool has_inode = now->dev != 0 || now->ino != 0;
+  bool had_inode = was->dev != 0 || was->ino != 0;
 
   if (strcmp (was->kind, now->kind) != 0)
     return fileio_fail (why, whylen, "saved for a %s backend, this one is %s",
                         was->kind, now->kind);
+  /* Saved before the store had a stable name here (an older version, or
+   * a disk whose name sysfs no longer shows): the numbers cannot be
+   * matched to the name, so it is not trusted.
+   */
+  if (had_inode && !has_inode)
+    return fileio_fail (why, whylen,
+                        "saved for %.*s by device number (%u:%u), this %s "
+                        "is known by its own name now (%.*s): not loaded, "
+                        "as the two cannot be matched",
+                        (int) was->namelen, was->name, major (was->dev),
+                        minor (was->dev), now->kind, (int) now->namelen,
+                        now->name);
   if (has_inode && (was->dev != now->dev || was->ino != now->ino))
     return fileio_fail (why, whylen,
                         "saved for another %s (device %u:%u inode %" PRIu64
@@ -71,8 +84,8 @@ file_same_backend (const struct file_backend *was,
                         major (now->dev), minor (now->dev), now->ino);
   if (!has_inode && (was->namelen != now->namelen ||
                      memcmp (was->name, now->name, now->namelen) != 0))
-    return fileio_fail (why, whylen, "saved for %.*s, this backend is %.*s",
-                        (int) was->namelen, was->name,
+    return fileio_fail (why, whylen, "saved for another %s (%.*s), this is "
+                        "%.*s", was->kind, (int) was->namelen, was->name,
                         (int) now->namelen, now->name);
   return 0;
 }

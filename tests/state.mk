@@ -10,5 +10,5 @@ tests_unit_test_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_state_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_state_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 
-TESTS += tests/e2e/test-state.sh
-EXTRA_DIST += tests/e2e/test-state.sh
+TESTS += tests/e2e/test-state.sh tests/e2e/test-stable-identity.sh
+EXTRA_DIST += tests/e2e/test-state.sh tests/e2e/test-stable-identity.sh

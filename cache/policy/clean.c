@@ -98,23 +98,26 @@ forget_overlapping (struct clean_map *c, uint64_t offset, uint64_t length)
   }
 }
 
-void
+bool
 clean_written (struct clean_map *c, uint64_t offset, uint64_t length)
 {
-  uint64_t start, end;
+  uint64_t start, end, removed = 0;
 
   if (c->map == NULL || length == 0 || extmap_count (c->map) == 0)
-    return;
+    return false;
   /* Whole granules: a granule with data in it is not clean, and what is
    * left of it could never be discarded on its own.  Ends are at most
    * 2^63 (the backend's size), so rounding up cannot wrap.
    */
   start = round_down (offset, c->granularity);
   end = round_up (offset + length, c->granularity);
-  if (extmap_remove (c->map, start, end - start, NULL) == -1)
+  if (extmap_remove (c->map, start, end - start, &removed) == -1) {
     forget_overlapping (c, start, end - start);
+    removed = 1;
+  }
   /* A split adds an extent. */
   enforce_bound (c);
+  return removed > 0;
 }
 
 bool

@@ -54,9 +54,10 @@ extern void clean_discarded (struct clean_map *c, uint64_t offset,
   __attribute__ ((nonnull (1)));
 
 /* [offset, offset+length) is about to be written or zeroed: no granule
- * it touches is clean any more.  Never fails (invariant 1).
+ * it touches is clean any more.  Never fails (invariant 1).  Whether it
+ * changed the map.
  */
-extern void clean_written (struct clean_map *c, uint64_t offset,
+extern bool clean_written (struct clean_map *c, uint64_t offset,
                            uint64_t length)
   __attribute__ ((nonnull (1)));
 

@@ -12,7 +12,15 @@
 #     model's pending set at the last completed FLUSH, plus the blocks
 #     known clean then and written since (they are data, not holes, so
 #     replay moves them to pending: docs/design-notes.md); if a FLUSH was
-#     in flight at the kill, the model at that FLUSH is accepted too;
+#     in flight at the kill, the model at that FLUSH is accepted too.
+#     After a kill -9 (not a power cut) the journal's file holds every
+#     record of a write's cancel before the write went out, so the sets
+#     of any moment between the last FLUSH and the kill are accepted
+#     (the file holds some prefix of the records), and
+#   - kill -9 only: no block whose last command was a write, flushed or
+#     not, is pending, and each reads back as written (invariant 10: a
+#     crash of the process alone replays no discard over an
+#     acknowledged write);
 #   - the known-clean bytes equal the model's;
 #   - every block whose last command was a write acknowledged before the
 #     last completed FLUSH reads back as written (never discarded);
@@ -88,12 +96,15 @@ def show(s):
 # discards make holes).  flushed: (pending, clean, protected) at the last
 # completed FLUSH; protected: {block: tag} whose last command then was a
 # write.  inflight: the same at a FLUSH in flight at the kill, or None.
+# ops: the commands since the last completed FLUSH, ("w"|"t"|"z", block,
+# count) or ("f", 0, 0) for a discardctl flush, to rebuild the sets of
+# every moment since.
 if os.path.exists(model_path):
     with open(model_path, "rb") as f:
         m = pickle.load(f)
 else:
     m = {"pending": set(), "clean": set(), "last": {}, "data_since": set(),
-         "flushed": (set(), set(), {}), "inflight": None}
+         "flushed": (set(), set(), {}), "inflight": None, "ops": []}
 
 class FileDisk:
     """discardfuse's disk file, with the calls of a libnbd handle."""
@@ -131,16 +142,64 @@ nbd_mode = isinstance(h, nbd.NBD)
 if h.get_size() != nblocks * BLOCK:
     fail("unexpected size")
 
+def apply_op(pend, clean, op):
+    """The sets after one command of the model (as the loop below)."""
+    kind, b, n = op
+    blocks = set(range(b, b + n))
+    if kind == "w":
+        return pend - blocks, clean - blocks
+    if kind == "t":
+        return pend | (blocks - clean), clean
+    if kind == "zc":
+        return pend - blocks, clean - blocks
+    if kind == "z":
+        return pend - blocks, clean | blocks
+    return set(), clean | pend                      # "f": discardctl flush
+
+
+def moments():
+    """(pending, clean, data written after that moment) at the last FLUSH
+    and after each command since.  A zero's records come in two steps
+    (its cancel before the backend's zero, "zc", the range clean after
+    it), and a write-through can fall between them."""
+    pend, clean, _ = m["flushed"]
+    states = [(set(pend), set(clean))]
+    ops = []
+    for op in m.get("ops", []):
+        ops += [("zc",) + op[1:], op] if op[0] == "z" else [op]
+    for op in ops:
+        pend, clean = apply_op(pend, clean, op)
+        states.append((pend, clean))
+    out = []
+    for k, (pend, clean) in enumerate(states):
+        after = set()
+        for i in range(k, len(ops)):
+            kind, b, n = ops[i]
+            blocks = set(range(b, b + n))
+            if kind == "w":
+                after |= blocks
+            elif kind == "z":
+                after -= blocks
+            elif kind == "f":
+                after -= states[i][0]
+        out.append((pend, clean, after))
+    return out
+
+
 # --- the replay ---
 got = dumped_pending()
 st = stats()
 candidates = [m["flushed"]] + ([m["inflight"]] if m["inflight"] else [])
+since = [(p, c, m["data_since"]) for p, c, _ in candidates]
+if device_pid is None:
+    since += moments()
 
 
-def replayed_sets(pend, clean):
+def replayed_sets(pend, clean, data_after):
     """The pending and known-clean sets after the replay, if it fits the
-    model at a FLUSH that left PEND and CLEAN; else None."""
-    moved = clean & m["data_since"]
+    model at a moment that left PEND and CLEAN, DATA_AFTER written
+    since; else None."""
+    moved = clean & data_after
     if device_pid is None:
         if got == pend | moved and st["clean_bytes"] == len(clean - moved) * BLOCK:
             return pend | moved, clean - moved
@@ -170,10 +229,10 @@ def replayed_sets(pend, clean):
 
 
 match = None
-for which, (pend, clean, protected) in enumerate(candidates):
-    sets = replayed_sets(pend, clean)
+for which, (pend, clean, data_after) in enumerate(since):
+    sets = replayed_sets(pend, clean, data_after)
     if sets is not None:
-        match = (*sets, protected)
+        match = (*sets, candidates[min(which, len(candidates) - 1)][2])
         # power cut: blocks known clean, not written since, back pending
         unpunched = got - pend - m["data_since"]
         break
@@ -201,10 +260,24 @@ for b in kept:
 for b, tag in m["flushed"][2].items():
     if m["last"].get(b) == ("w", tag) and h.pread(BLOCK, b * BLOCK) != pattern(b, tag):
         fail(f"block {b}, written and flushed, does not read back as written")
-# What the last FLUSH made durable is the truth now: later writes may
-# or may not have survived, so their blocks are unknown.
-last = {b: v for b, v in m["last"].items()
-        if not (v[0] == "w" and protected.get(b) != v[1])}
+if device_pid is None:
+    # kill -9: the backend kept every acknowledged write, so each one
+    # is data, pending nowhere (no later discard may zero it).
+    written = {b: v[1] for b, v in m["last"].items() if v[0] == "w"}
+    over = sorted(set(written) & got)
+    if over:
+        fail(f"replay left a discard pending over {len(over)} blocks whose "
+             f"last command was an acknowledged write: {show(set(over))}")
+    for b, tag in written.items():
+        if h.pread(BLOCK, b * BLOCK) != pattern(b, tag):
+            fail(f"block {b}, written before the kill, does not read back "
+                 f"as written")
+    last = dict(m["last"])
+else:
+    # What the last FLUSH made durable is the truth now: later writes
+    # may or may not have survived, so their blocks are unknown.
+    last = {b: v for b, v in m["last"].items()
+            if not (v[0] == "w" and protected.get(b) != v[1])}
 
 if rnd % 10 == 0:
     before = st["forwarded_bytes"]
@@ -229,11 +302,15 @@ def extent():
 
 
 def do_flush():
-    global flushed, data_since
+    global flushed, data_since, ops_since
     h.flush()
     flushed = (set(pending), set(clean),
                {b: v[1] for b, v in last.items() if v[0] == "w"})
     data_since = set()
+    ops_since = []
+
+
+ops_since = []
 
 
 ops = rng.randrange(50, 400)
@@ -247,11 +324,13 @@ for i in range(ops):
         pending -= blocks
         clean -= blocks
         data_since |= blocks
+        ops_since.append(("w", b, n))
         for x in blocks:
             last[x] = ("w", tag)
     elif r < 0.75:
         h.trim(n * BLOCK, b * BLOCK)
         pending |= blocks - clean
+        ops_since.append(("t", b, n))
         for x in blocks:
             last[x] = ("t",)
     elif r < 0.82 and nbd_mode:
@@ -259,6 +338,7 @@ for i in range(ops):
         pending -= blocks
         clean |= blocks
         data_since -= blocks
+        ops_since.append(("z", b, n))
         for x in blocks:
             last[x] = ("z",)
     elif r < 0.84:
@@ -266,6 +346,7 @@ for i in range(ops):
         clean |= pending
         data_since -= pending
         pending = set()
+        ops_since.append(("f", 0, 0))
         # discardfuse: the discardctl child closed its copy of our
         # descriptor at exec, and FUSE sends a FLUSH at every close: the
         # model follows with one of its own.
@@ -275,7 +356,8 @@ for i in range(ops):
         do_flush()
 
 m = {"pending": pending, "clean": clean, "last": last,
-     "data_since": data_since, "flushed": flushed, "inflight": None}
+     "data_since": data_since, "flushed": flushed, "inflight": None,
+     "ops": ops_since}
 if nbd_mode and rng.random() < 0.5:
     h.aio_flush()
     m["inflight"] = (set(pending), set(clean),
@@ -291,7 +373,10 @@ if device_pid is not None:
 os.kill(pid, signal.SIGKILL)
 cut = "power cut" if device_pid else "kill"
 print(f"round {rnd}: replay matched the sets at "
-      f"{'the FLUSH in flight' if which else 'the last FLUSH'} "
+      + ("the last FLUSH" if which == 0 else
+         "the FLUSH in flight" if which < len(candidates) else
+         f"{which - len(candidates)} commands after the last FLUSH")
+      + " "
       f"({len(got)} pending blocks, "
       f"{st['journal_replayed_records']} records replayed"
       + (f"; of the blocks known clean then, {len(kept)} written since came "
