@@ -360,7 +360,7 @@ engine_pace_stats_locked (struct engine *e, struct engine_stats *st)
     *lat[c][0] = pace_meter_discard_quantile (m, c, 0.5);
     *lat[c][1] = pace_meter_discard_quantile (m, c, 0.99);
   }
-  pace_fit (&m->ring, &model);
+  pace_meter_model (m, &model);
   st->model_a_us = (uint64_t) model.a_us;
   st->model_b_us_per_gib = (uint64_t) (model.b_us_per_byte * 1073741824.0);
   st->client_p99_us = m->client_p99_us;

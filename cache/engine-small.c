@@ -23,7 +23,7 @@ engine_small_len_locked (struct engine *e)
 
   if (!e->cfg.small_auto)
     return e->cfg.small;
-  pace_fit (&e->pace.ring, &m);
+  pace_meter_model (&e->pace, &m);
   return small_auto_threshold (&m, e->granularity);
 }
 
@@ -65,7 +65,7 @@ engine_join_clean_locked (struct engine *e, uint64_t *offset,
   struct extent next;
   uint64_t end = *offset + *length, covered = end, stop, gaps = 0;
 
-  pace_fit (&e->pace.ring, &m);
+  pace_meter_model (&e->pace, &m);
   while (*length < e->chunk_limit &&
          extmap_find_from (e->map, covered, &next)) {
     if (next.offset > covered) {

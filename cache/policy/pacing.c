@@ -144,6 +144,20 @@ pace_fit (const struct pace_ring *r, struct pace_model *m)
   }
 }
 
+void
+pace_meter_model (const struct pace_meter *meter, struct pace_model *m)
+{
+  pace_fit (&meter->ring, m);
+  if (!m->valid || meter->total_discards == 0)
+    return;
+  m->a_us = MIN (m->a_us,
+                 (double) meter->total_us / (double) meter->total_discards);
+  if (meter->total_bytes > 0)
+    m->b_us_per_byte = MIN (m->b_us_per_byte,
+                            (double) meter->total_us /
+                            (double) meter->total_bytes);
+}
+
 double
 pace_predict_us (const struct pace_model *m, uint64_t bytes)
 {
@@ -317,6 +331,9 @@ pace_meter_discard (struct pace_meter *m, uint64_t bytes, uint64_t us)
 {
   pace_hist_add (&m->discard[size_class (bytes)], us);
   pace_ring_add (&m->ring, bytes, us);
+  m->total_us += us;
+  m->total_bytes += bytes;
+  m->total_discards++;
   m->discards[m->cur]++;
   m->discard_bytes[m->cur] += bytes;
 }
@@ -390,7 +407,7 @@ pace_meter_rotate (struct pace_meter *m, uint64_t now_ns, uint64_t budget_us,
 void
 pace_meter_inputs (const struct pace_meter *m, struct pace_inputs *in)
 {
-  pace_fit (&m->ring, &in->model);
+  pace_meter_model (m, &in->model);
   in->max_measured_bytes = m->ring.max_bytes;
   in->stall_us = m->stall_us;
   in->window_us = m->win_us;

@@ -193,6 +193,7 @@ struct pace_meter {
   unsigned cur;                     /* the window being filled (atomic) */
   struct pace_hist discard[PACE_CLASSES];  /* since start, by size class */
   struct pace_ring ring;
+  uint64_t total_us, total_bytes, total_discards;  /* since start */
   uint64_t window_start_ns[2];
   uint64_t discards[2];             /* per window: commands, bytes */
   uint64_t discard_bytes[2];
@@ -208,6 +209,16 @@ struct pace_meter {
   double rare_share;
   uint64_t overruns;                /* windows whose p99 beat the budget */
 };
+
+/* The cost model the engine uses: the ring's fit (pace_fit), bounded by
+ * everything measured since start, so that a few slow samples in the
+ * ring cannot make it absurd: a per-command cost above the mean latency
+ * of all discards, or a per-byte cost above their total time over their
+ * total bytes (both bounds hold for any true a, b >= 0).
+ */
+extern void pace_meter_model (const struct pace_meter *meter,
+                              struct pace_model *m)
+  __attribute__ ((nonnull (1, 2)));
 
 /* Start measuring at now_ns. */
 extern void pace_meter_init (struct pace_meter *m, uint64_t now_ns)

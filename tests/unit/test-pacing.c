@@ -375,6 +375,38 @@ test_meter (void **state)
   assert_int_equal (pace_meter_discard_quantile (&meter, 0, 0.5), 0);
 }
 
+/* The model stays within what was measured since start: 60 discards of
+ * 32 MiB in 10 ms each (1.9 GiB in 0.6 s), then a ring of 63 small ones
+ * and one 32 MiB stall of 2 s.  The ring alone fits about 64 s a GiB;
+ * the run says at most 2.7 s over 1.9 GiB, and the bound holds it there
+ * (issue 35: "64,868,463 us per GiB while the disk spent 0.61 s on 1.9
+ * GiB").
+ */
+static void
+test_model_bounded (void **state)
+{
+  static struct pace_meter m;
+  struct pace_model raw, bounded;
+  double total_us;
+
+  pace_meter_init (&m, 0);
+  for (int i = 0; i < 60; i++)
+    pace_meter_discard (&m, 32 * MiB, 10000);
+  for (int i = 0; i < 63; i++)
+    pace_meter_discard (&m, 4096, 1000);
+  pace_meter_discard (&m, 32 * MiB, 2000000);
+  pace_fit (&m.ring, &raw);
+  pace_meter_model (&m, &bounded);
+  total_us = 60 * 10000.0 + 63 * 1000.0 + 2000000.0;
+  assert_true (raw.b_us_per_byte * GiB > 30e6);
+  assert_true (bounded.b_us_per_byte * GiB <=
+               total_us / (60 * 32.0 * MiB + 63 * 4096.0 + 32.0 * MiB) * GiB
+               + 1);
+  assert_true (bounded.a_us <= total_us / 124 + 1e-9);
+  assert_true (bounded.a_us >= 0 && bounded.b_us_per_byte >= 0);
+  assert_true (pace_predict_us (&bounded, 32 * MiB) < 2000000);
+}
+
 static void
 test_drain_eta (void **state)
 {
@@ -427,6 +459,7 @@ main (void)
     cmocka_unit_test (test_adapt),
     cmocka_unit_test (test_adapt_share),
     cmocka_unit_test (test_meter),
+    cmocka_unit_test (test_model_bounded),
     cmocka_unit_test (test_drain_eta),
     cmocka_unit_test (test_budget_key),
   };
