@@ -47,7 +47,7 @@ file_mtime_ns (const struct backend_identity *b)
 void
 engine_state_identity (const struct engine *e, struct state_identity *id)
 {
-  const struct backend_identity *b = engine_identity (e);
+  const struct backend_identity *b = &e->saved_identity;
 
   memset (id, 0, sizeof *id);
   snprintf (id->kind, sizeof id->kind, "%s", b->kind);

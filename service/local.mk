@@ -13,7 +13,9 @@ libservice_la_SOURCES = \
 	service/service.c \
 	service/service.h \
 	service/stats.c \
-	service/stats.h
+	service/stats.h \
+	service/tick.c \
+	service/tick.h
 libservice_la_CPPFLAGS = $(SERVICE_CPPFLAGS)
 libservice_la_LIBADD = libvolume.la libctlproto.la libstatstable.la
 

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "service.h"
 #include "stats.h"
+#include "tick.h"
 #include "volume.h"
 
 struct service {
@@ -20,6 +21,7 @@ struct service {
   struct engine *engine;
   struct volume *volume;
   struct ctl_server *ctl;           /* NULL: none */
+  struct service_tick *tick;        /* NULL: not started */
   struct backend *backend;          /* the engine's, for the fork hooks */
   bool started;
   bool stopped;
@@ -106,8 +108,8 @@ service_open (const struct service_config *cfg)
   return b ? service_open_backend (cfg, b) : NULL;
 }
 
-/* The threads, after any fork: the control socket's listener, then the
- * flusher.
+/* The threads, after any fork: the control socket's listener, the
+ * flusher, then the volume's timer.
  */
 int
 service_start (struct service *s)
@@ -117,6 +119,8 @@ service_start (struct service *s)
   if (s->ctl && ctl_start (s->ctl, s->engine, s->volume) == -1)
     return -1;
   if (engine_start (s->engine) == -1)
+    return -1;
+  if ((s->tick = tick_start (s->volume)) == NULL)
     return -1;
   s->started = true;
   return 0;
@@ -130,6 +134,8 @@ service_stop (struct service *s)
   if (s->stopped)
     return 0;
   s->stopped = true;
+  tick_stop (s->tick);
+  s->tick = NULL;
   ctl_stop (s->ctl);
   s->ctl = NULL;
   /* Never started (the front-end failed first): save to state= if set,

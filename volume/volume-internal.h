@@ -32,6 +32,8 @@ struct volume_ops {
                              struct volume_map_run *runs, size_t max);
   /* NULL: the volume keeps no free space of its own (0). */
   int (*release_reserve) (struct volume *v);
+  /* NULL: nothing to do without client input (0). */
+  int (*tick) (struct volume *v);
   void (*close) (struct volume *v);
 };
 

@@ -96,6 +96,12 @@ volume_release_reserve (struct volume *v)
   return v->ops->release_reserve ? v->ops->release_reserve (v) : 0;
 }
 
+int
+volume_tick (struct volume *v)
+{
+  return v->ops->tick ? v->ops->tick (v) : 0;
+}
+
 ssize_t
 volume_dump_map_batch (struct volume *v, uint64_t from,
                        struct volume_map_run *runs, size_t max)

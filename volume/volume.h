@@ -113,6 +113,14 @@ extern int volume_extents (struct volume *v, uint64_t offset, uint64_t length,
  */
 extern int volume_release_reserve (struct volume *v);
 
+/* Work that needs no client input (invariant 8), called by the service
+ * about every TICK interval while it serves: thin mode gives its reuse
+ * reserve up while the engine reports space pressure (invariant 12), so
+ * an idle client does not keep it while the store fills.  Identity:
+ * nothing to do.  0, or -1 (reported).
+ */
+extern int volume_tick (struct volume *v);
+
 /* The statistics: the engine's and the volume's own. */
 extern void volume_get_stats (struct volume *v, struct volume_stats *st);
 

@@ -249,6 +249,7 @@ static const struct volume_ops thin_ops = {
   .stats = thin_stats,
   .dump_map_batch = thin_dump_map_batch,
   .release_reserve = thin_release_reserve,
+  .tick = thin_tick,
   .close = thin_close,
 };
 

@@ -35,8 +35,9 @@ thin_keeps_locked (struct thin *t)
 
 /* Space pressure wins (low-water=): while the engine says the backend's
  * free space is below its low water, the reserve may hold nothing, so
- * the next commit (a client's FLUSH, or the journal filling) discards
- * all of it, and unmaps go to the engine at once.
+ * the next commit (a client's FLUSH, or the journal filling) or the
+ * service's tick (thin_tick), whichever comes first, discards all of
+ * it, and unmaps go to the engine at once.
  */
 uint64_t
 thin_reserve_limit_locked (struct thin *t)
@@ -116,4 +117,18 @@ thin_release_reserve (struct volume *v)
   if (t->read_only)
     return 0;
   return thin_reserve_trim (t, 0);
+}
+
+int
+thin_tick (struct volume *v)
+{
+  struct thin *t = thin_of (v);
+  bool holds;
+
+  if (t->read_only || !engine_under_pressure (t->e))
+    return 0;
+  thin_lock_acquire (t);
+  holds = thin_space_reserve_slots (&t->space) > 0;
+  thin_lock_release (t);
+  return holds ? thin_reserve_trim (t, 0) : 0;
 }

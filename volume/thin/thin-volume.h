@@ -22,4 +22,10 @@ extern void thin_set_journal_limit (struct volume *v, uint64_t bytes);
  */
 extern int thin_release_reserve (struct volume *v);
 
+/* volume_tick: under space pressure, the whole reserve goes to the
+ * engine as pending discards (which the flusher forwards at once), with
+ * no commit or client request needed.  0, or -1 (reported).
+ */
+extern int thin_tick (struct volume *v);
+
 #endif /* DISCARDCACHE_THIN_VOLUME_H */
