@@ -111,23 +111,19 @@ set_max_clean_extents (const char *key, const char *value, uint64_t *out)
   return parse_scaled_count (key, value, out);
 }
 
-/* small=: auto (the cost model decides), off (0 too), or a size. */
+/* small=: auto (the cost model decides), off (0 too), or a size.  off
+ * is read as 0, so that parse_auto_size's 0 means auto only for "auto".
+ */
 static int
 set_small (const char *key, const char *value, struct engine_config *cfg)
 {
   uint64_t n;
 
-  if (strcmp (value, "auto") == 0 || strcmp (value, "off") == 0) {
-    cfg->small_auto = value[0] == 'a';
-    cfg->small = 0;
-    return 0;
-  }
-  if (!isdigit ((unsigned char) value[0])) {
-    return parse_invalid (key, value, "auto, off, or " PARSE_SIZE_FORMS);
-  }
-  if (parse_size (key, value, &n) == -1)
+  if (parse_auto_size (key, strcmp (value, "off") == 0 ? "0" : value,
+                       "auto, off, or " PARSE_SIZE_FORMS, 0, UINT64_MAX, false,
+                       &n) == -1)
     return -1;
-  cfg->small_auto = false;
+  cfg->small_auto = strcmp (value, "auto") == 0;
   cfg->small = n;
   return 0;
 }
