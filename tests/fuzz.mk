@@ -34,7 +34,8 @@ fuzz_thin_sources = \
 fuzz_journal_sources = \
 	tests/fuzz/fuzz-journal.c cache/persist/journal.c cache/policy/clean.c \
 	cache/policy/policy.c \
-	$(extmap_c_sources) common/crc32c.c common/log-stderr.c
+	$(extmap_c_sources) common/crc32c.c common/file-header.c \
+	common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.
 fuzz_extmap_sources = \

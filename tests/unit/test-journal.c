@@ -374,11 +374,43 @@ test_replay_every_byte (void **unused)
   }
 }
 
+/* The header's prefix (common/file-header.c): another file, or a
+ * version this build does not read, is refused before its checksum is
+ * looked at, with the one message every format gives.
+ */
+static void
+test_header_refused (void **unused)
+{
+  struct journal_header h = { .first_seq = 1, .granularity = GRAN };
+  unsigned char img[JOURNAL_HEADER_SIZE];
+  struct journal_header got;
+  char why[128];
+
+  journal_header_encode (&h, img);
+  img[8] = JOURNAL_VERSION + 1;
+  assert_int_equal (journal_header_decode (img, sizeof img, &got, why,
+                                           sizeof why), -1);
+  assert_string_equal (why, "format version 2, this discardcache reads "
+                       "version 1");
+  img[8] = JOURNAL_VERSION;
+  img[0] = 'X';
+  assert_int_equal (journal_header_decode (img, sizeof img, &got, why,
+                                           sizeof why), -1);
+  assert_string_equal (why, "not a discardcache journal");
+  img[0] = 'D';
+  assert_int_equal (journal_header_decode (img, sizeof img - 1, &got, why,
+                                           sizeof why), -1);
+  assert_string_equal (why, "its header is truncated");
+  assert_int_equal (journal_header_decode (img, sizeof img, &got, why,
+                                           sizeof why), 0);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_replay_every_byte),
+    cmocka_unit_test (test_header_refused),
     cmocka_unit_test_setup_teardown (test_power_loss, setup, teardown),
     cmocka_unit_test_setup_teardown (test_kick_during_write_out, setup,
                                      teardown),

@@ -26,7 +26,10 @@
 #include "thin.h"
 #include "varint.h"
 
-static const char magic[8] = "DCTHIN";   /* and two NULs */
+static const struct file_format format = {
+  .magic = "DCTHIN",                    /* and two NULs */
+  .what = "thin meta file", .oldest = 1, .version = THIN_VERSION,
+};
 
 enum {
   OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12, OFF_SLOT = 16,
@@ -145,9 +148,7 @@ put_header (unsigned char *p, const struct thin_meta_id *id,
             size_t namelen, size_t payload_len)
 {
   memset (p, 0, THIN_HEADER_SIZE);
-  memcpy (p + OFF_MAGIC, magic, sizeof magic);
-  put32 (p + OFF_VERSION, THIN_VERSION);
-  put32 (p + OFF_HSIZE, THIN_HEADER_SIZE);
+  file_prefix_put (p, &format, THIN_HEADER_SIZE);
   put64 (p + OFF_SLOT, id->slot);
   put64 (p + OFF_SIZE, id->size);
   put64 (p + OFF_BSIZE, id->backend_size);
@@ -460,29 +461,21 @@ thin_meta_recover (const void *image, size_t len,
   int r;
 
   memset (rec, 0, sizeof *rec);
-  if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
-    return fileio_fail (why, whylen, "not a discardcache thin meta file");
-  rec->version = get32 (p + OFF_VERSION);
+  if (file_prefix_get (p, len, &format, &rec->version, why, whylen) == -1)
+    return -1;
   if ((rec->reserve = extmap_new ()) == NULL)
     return fileio_fail (why, whylen, "out of memory");
   switch (rec->version) {
   case 1:
     r = thin_meta_recover_v1 (p, len, id, m, rec, why, whylen);
     break;
-  case 2:
-  case THIN_VERSION:
+  default:                              /* 2 and THIN_VERSION */
     r = load_checkpoint (p, len, id, m, rec, why, whylen);
     if (r == 0)
       r = thin_replay_records (p, len, rec->checkpoint_len, THIN_RECORD_SIZE,
                                rec->version == 2 ? decode_v2
                                                  : thin_record_decode,
                                m, rec, why, whylen);
-    break;
-  default:
-    r = fileio_fail (why, whylen,
-                     "format version %" PRIu32 ": this discardcache "
-                     "reads versions 1 and 2 (converted) and %d",
-                     rec->version, THIN_VERSION);
   }
   if (r == -1)
     thin_recovery_release (rec);
