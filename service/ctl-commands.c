@@ -14,6 +14,7 @@
 
 #include "ctl-internal.h"
 #include "engine.h"
+#include "json-flat.h"
 #include "keys.h"
 #include "volume.h"
 #include "log.h"
@@ -35,7 +36,7 @@ ctl_hello (struct ctl_client *c)
            "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d,\"backend\":",
            CTL_PROTOCOL_VERSION, PACKAGE_VERSION, (int) getpid (),
            CTL_MAX_LINE);
-  ctl_json_string (fp, engine_identity (c->s->e)->name);
+  jf_write_string (fp, engine_identity (c->s->e)->name);
   fputs ("}\n", fp);
   return ctl_out_send (c);
 }
@@ -266,9 +267,9 @@ do_set (struct ctl_client *c, const struct ctl_request *req)
     return -1;
   for (size_t i = 0; i < req->nset; i++) {
     fputs (i + 1 < req->nset ? "{\"set\":" : "{\"ok\":true,\"set\":", fp);
-    ctl_json_string (fp, req->keys[i]);
+    jf_write_string (fp, req->keys[i]);
     fputs (",\"value\":", fp);
-    ctl_json_string (fp, req->values[i]);
+    jf_write_string (fp, req->values[i]);
     fputs ("}\n", fp);
   }
   return ctl_out_send (c);

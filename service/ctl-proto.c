@@ -215,27 +215,10 @@ ctl_linebuf_next (struct ctl_linebuf *lb, char **line, size_t *len)
 }
 
 void
-ctl_json_string (FILE *fp, const char *s)
-{
-  char esc[JF_ESCAPE_SIZE];
-
-  fputc ('"', fp);
-  for (; *s; s++) {
-    const char *escape = jf_escape (*s, esc);
-
-    if (escape)
-      fputs (escape, fp);
-    else
-      fputc (*s, fp);
-  }
-  fputc ('"', fp);
-}
-
-void
 ctl_json_error (FILE *fp, const char *msg)
 {
   fputs ("{\"ok\":false,\"error\":", fp);
-  ctl_json_string (fp, msg);
+  jf_write_string (fp, msg);
   fputs ("}\n", fp);
 }
 

@@ -90,12 +90,6 @@ extern void ctl_linebuf_added (struct ctl_linebuf *lb, size_t n)
 extern int ctl_linebuf_next (struct ctl_linebuf *lb, char **line, size_t *len)
   __attribute__ ((nonnull (1, 2, 3)));
 
-/* Write s as a JSON string, quotes included, escaped by jf_escape
- * (json-flat.h) as jf_quote does.
- */
-extern void ctl_json_string (FILE *fp, const char *s)
-  __attribute__ ((nonnull (1, 2)));
-
 /* Write an error reply line: {"ok":false,"error":"..."}. */
 extern void ctl_json_error (FILE *fp, const char *msg)
   __attribute__ ((nonnull (1, 2)));

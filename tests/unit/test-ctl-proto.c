@@ -200,7 +200,7 @@ test_json_roundtrip (void **state)
   }
 }
 
-/* s as the control server quotes it (ctl_json_string), NUL-terminated. */
+/* s as the control server quotes it (jf_write_string), NUL-terminated. */
 static void
 ctl_quote (char *buf, size_t size, const char *s)
 {
@@ -208,15 +208,16 @@ ctl_quote (char *buf, size_t size, const char *s)
   long len;
 
   assert_non_null (fp);
-  ctl_json_string (fp, s);
+  jf_write_string (fp, s);
   len = ftell (fp);
   assert_int_equal (fclose (fp), 0);
   assert_true (len > 0 && (size_t) len < size);
   buf[len] = '\0';
 }
 
-/* The server's replies and jf_quote escape every byte alike (their one
- * rule, jf_escape): each alone, and all in one string.
+/* The server's replies and jf_quote escape every byte alike (jf_quote
+ * goes through jf_write_string): each alone, and all in one string;
+ * and jf_quote refuses a buffer one byte short.
  */
 static void
 test_json_quote_alike (void **state)
@@ -229,13 +230,16 @@ test_json_quote_alike (void **state)
     ctl_quote (ctl, sizeof ctl, s);
     assert_int_not_equal (jf_quote (jf, sizeof jf, s), -1);
     if (strcmp (ctl, jf) != 0)
-      fail_msg ("byte 0x%02x: ctl_json_string %s, jf_quote %s", c, ctl, jf);
+      fail_msg ("byte 0x%02x: jf_write_string %s, jf_quote %s", c, ctl, jf);
     all[c - 1] = (char) c;
   }
   all[255] = '\0';
   ctl_quote (ctl, sizeof ctl, all);
   assert_int_not_equal (jf_quote (jf, sizeof jf, all), -1);
   assert_string_equal (ctl, jf);
+  assert_int_equal (jf_quote (jf, 7, "a\nb"), 6);
+  assert_string_equal (jf, "\"a\\nb\"");
+  assert_int_equal (jf_quote (jf, 6, "a\nb"), -1);
 }
 
 static void
