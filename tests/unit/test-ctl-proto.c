@@ -242,6 +242,56 @@ test_json_quote_alike (void **state)
   assert_int_equal (jf_quote (jf, 6, "a\nb"), -1);
 }
 
+/* A flush's replies as the protocol spells them: a key misspelt in the
+ * table (CTL_FLUSH_KEYS) fails here, and each number reads back by the
+ * table's keys, as discardctl reads it.
+ */
+static void
+test_flush_replies (void **state)
+{
+  static const struct {
+    enum ctl_flush_reply reply;
+    const char *line;
+  } replies[] = {
+    { CTL_FLUSH_STARTED,
+      "{\"ok\":true,\"flush\":\"started\",\"total_bytes\":3}\n" },
+    { CTL_FLUSH_PROGRESS,
+      "{\"progress\":true,\"forwarded\":1,\"forwarded_bytes\":2,"
+      "\"total_bytes\":3,\"elapsed_ms\":4}\n" },
+    { CTL_FLUSH_DONE,
+      "{\"ok\":true,\"flush\":\"done\",\"forwarded\":1,"
+      "\"forwarded_bytes\":2,\"total_bytes\":3,\"elapsed_ms\":4,"
+      "\"pending_extents\":5,\"pending_bytes\":6,\"subgranule_bytes\":7}\n" },
+  };
+  uint64_t v[CTL_FLUSH_NKEYS];
+
+  for (size_t k = 0; k < CTL_FLUSH_NKEYS; k++)
+    v[k] = k + 1;
+  for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++) {
+    char *buf = NULL;
+    size_t len = 0, found = 0;
+    FILE *fp = open_memstream (&buf, &len);
+    struct jf_object obj;
+
+    assert_non_null (fp);
+    ctl_flush_write (fp, replies[i].reply, v);
+    assert_int_equal (fclose (fp), 0);
+    assert_string_equal (buf, replies[i].line);
+    assert_int_equal (jf_parse (buf, &obj), 0);
+    for (size_t k = 0; k < CTL_FLUSH_NKEYS; k++) {
+      uint64_t got;
+
+      if (jf_u64 (&obj, ctl_flush_keys[k], &got)) {
+        assert_int_equal (got, v[k]);
+        found++;
+      }
+    }
+    assert_int_equal (found, obj.n - (replies[i].reply == CTL_FLUSH_PROGRESS
+                                      ? 1 : 2));
+    free (buf);
+  }
+}
+
 static void
 test_json_flat (void **state)
 {
@@ -367,6 +417,7 @@ main (void)
     cmocka_unit_test (test_linebuf),
     cmocka_unit_test (test_json_roundtrip),
     cmocka_unit_test (test_json_quote_alike),
+    cmocka_unit_test (test_flush_replies),
     cmocka_unit_test (test_json_flat),
     cmocka_unit_test (test_json_nested),
     cmocka_unit_test (test_json_flat_bad),
