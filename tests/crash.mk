@@ -4,7 +4,7 @@
 check_PROGRAMS += tests/unit/test-journal
 TESTS += tests/unit/test-journal
 tests_unit_test_journal_SOURCES = tests/unit/test-journal.c \
-	tests/unit/scratch.c tests/unit/scratch.h
+	tests/unit/scratch.c tests/unit/scratch.h $(engine_test_sources)
 tests_unit_test_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/cache
 tests_unit_test_journal_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

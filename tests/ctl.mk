@@ -6,7 +6,7 @@ check_PROGRAMS += tests/unit/test-engine-ctl tests/unit/test-ctl-proto
 TESTS += tests/unit/test-engine-ctl tests/unit/test-ctl-proto
 
 tests_unit_test_engine_ctl_SOURCES = tests/unit/test-engine-ctl.c \
-	tests/unit/scratch.c tests/unit/scratch.h
+	tests/unit/scratch.c tests/unit/scratch.h $(engine_test_sources)
 tests_unit_test_engine_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_engine_ctl_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_engine_ctl_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)

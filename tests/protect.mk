@@ -10,7 +10,8 @@ EXTRA_DIST += $(PROTECT_TESTS) tests/e2e/protect-lib.sh
 # The breaker's state machine, the windows, and both in the engine.
 check_PROGRAMS += tests/unit/test-protect
 TESTS += tests/unit/test-protect
-tests_unit_test_protect_SOURCES = tests/unit/test-protect.c
+tests_unit_test_protect_SOURCES = tests/unit/test-protect.c \
+	$(engine_test_sources)
 tests_unit_test_protect_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_protect_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_protect_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)

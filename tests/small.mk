@@ -3,7 +3,7 @@
 # a virtual clock, an end-to-end stop with many tiny extents pending.
 check_PROGRAMS += tests/unit/test-small
 TESTS += tests/unit/test-small
-tests_unit_test_small_SOURCES = tests/unit/test-small.c
+tests_unit_test_small_SOURCES = tests/unit/test-small.c $(engine_test_sources)
 tests_unit_test_small_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/cache
 tests_unit_test_small_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
