@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Issue 24: the journal of the pending set (invariant 10) and space
-# pressure (low-water=, invariant 11).
+# Issue 24: the journal of the pending set (invariant 10); its crashes
+# and space pressure (low-water=) are scripts (tests/e2e/local.mk).
 check_PROGRAMS += tests/unit/test-journal
 TESTS += tests/unit/test-journal
 tests_unit_test_journal_SOURCES = tests/unit/test-journal.c \
@@ -9,12 +9,3 @@ tests_unit_test_journal_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit \
 	-I$(top_srcdir)/cache
 tests_unit_test_journal_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_journal_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
-
-CRASH_TESTS = \
-	tests/e2e/test-journal-crash.sh \
-	tests/e2e/test-e2e-crash-fstrim.sh \
-	tests/e2e/test-low-water.sh \
-	tests/e2e/test-journal-shared-flush.sh \
-	tests/e2e/test-journal-powercut.sh
-TESTS += $(CRASH_TESTS)
-EXTRA_DIST += $(CRASH_TESTS) tests/e2e/journal-crash.py
