@@ -8,7 +8,7 @@ EXTRA_DIST += tests/functions.sh
 include tests/unit/local.mk
 include tests/e2e/local.mk
 include tests/packaging/local.mk
-include tests/ceph.mk
+include tests/ceph/local.mk
 include tests/fuzz/local.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk
