@@ -8,6 +8,7 @@ noinst_HEADERS += \
 noinst_LTLIBRARIES += libbackend.la
 libbackend_la_SOURCES = \
 	backend/backend.c \
+	backend/impl.c \
 	backend/fd.c \
 	backend/file.c \
 	backend/lock.c \

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's admin side (see engine.h): what the
  * control socket and a stop ask of a running engine, beside the data
- * path: drain everything now, forget the known-clean map, pause the
+ * path: forget the known-clean map, pause the
  * flusher, change a runtime key, copy the pending extents out in
  * batches, and one snapshot of the statistics.  Each takes the engine
- * lock itself; none is called on a client's request path except
- * engine_drain, which a client's FLUSH runs with flush-discards=true.
+ * lock itself; none is called on a client's request path.  (Draining
+ * everything now, which a client's FLUSH runs with flush-discards=true,
+ * is the pending set's: engine-pending.c.)
  */
 #include <config.h>
 
@@ -16,45 +17,6 @@
 
 #include "engine-internal.h"
 #include "log.h"
-
-/* Forward everything forwardable, then wait for discards that others
- * have in flight, so a caller that asked for strictness gets it.
- */
-int
-engine_drain (struct engine *e, uint64_t *commands, uint64_t *bytes)
-{
-  uint64_t offset, length, n = 0, total = 0;
-  uint32_t time;
-  int r = 0;
-
-  engine_lock_acquire (e);
-  /* Invariant 11: a client's FLUSH does not override an open breaker;
-   * what is pending stays so (a discard is a hint, the flush succeeds).
-   */
-  while (!e->forwarding_disabled && !breaker_holds (&e->breaker) &&
-         engine_pick_locked (e, UINT32_MAX, 0, &offset, &length, &time)) {
-    engine_join_clean_locked (e, &offset, &length);
-    if (engine_forward_drops_lock (e, offset, length, time, false,
-                                   true) == -1) {
-      if (errno != EOPNOTSUPP && errno != ENOTSUP) {
-        dc_error ("discard of [%" PRIu64 ", +%" PRIu64 ") failed: %m "
-                  "(kept pending, retried later)", offset, length);
-        r = -1;
-      }
-      break;
-    }
-    n++;
-    total += length;
-  }
-  while (r == 0 && e->inflight != NULL)
-    engine_cond_wait_drops_lock (e, &e->inflight_done);
-  engine_lock_release (e);
-  if (commands)
-    *commands = n;
-  if (bytes)
-    *bytes = total;
-  return r;
-}
 
 void
 engine_forget_clean (struct engine *e, uint64_t *extents, uint64_t *bytes)

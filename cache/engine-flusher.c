@@ -47,8 +47,7 @@
 #include "log.h"
 #include "policy.h"
 
-/* Upper bound on any one sleep, so a missed signal costs at most this. */
-#define MAX_SLEEP_MS UINT64_C (1000)
+#define MAX_SLEEP_MS ENGINE_MAX_SLEEP_MS
 /* While requests are in progress, look again this often (a request's
  * end signals nobody: that would cost every request a syscall).
  */
@@ -69,13 +68,6 @@ sleep_ns_drops_lock (struct engine *e, uint64_t ns)
   struct timespec ts = deadline_after_ns (MIN (ns, MS (MAX_SLEEP_MS)));
 
   engine_cond_timedwait_drops_lock (e, &e->wakeup, &ts);
-}
-
-void
-engine_sleep_drops_lock (struct engine *e, uint64_t ms)
-  REQUIRES (engine_lock)
-{
-  sleep_ns_drops_lock (e, MS (ms));
 }
 
 static bool

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's one context struct, shared by the files
- * that implement it (engine.c: lifecycle and data path; engine-admin.c:
- * drain, pause, set, dump and statistics; engine-forward.c: sending discards
- * and the in-flight list; engine-flusher.c: the thread and control-socket
- * flushes; engine-small.c: the small-extent policy, joins and the stop's
- * leftovers; engine-state.c: the state file).
+ * that implement it, the files at the top of cache/ (cache/README.md
+ * lists them).  engine.c is the top: it calls the others and none calls
+ * it (tests/lint/test-cycles.sh).
  */
 #ifndef DISCARDCACHE_ENGINE_INTERNAL_H
 #define DISCARDCACHE_ENGINE_INTERNAL_H
@@ -14,9 +12,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arith.h"
 #include "backend.h"
 #include "breaker.h"
 #include "clean.h"
+#include "clock.h"
 #include "engine-config.h"
 #include "engine-test.h"
 #include "engine.h"
@@ -149,6 +149,25 @@ engine_cond_timedwait_drops_lock (struct engine *e, pthread_cond_t *cond,
   return pthread_cond_timedwait (cond, &e->lock, abstime);
 }
 
+/* Upper bound on any one sleep on e->wakeup, so a missed signal costs
+ * at most this.
+ */
+#define ENGINE_MAX_SLEEP_MS UINT64_C (1000)
+
+/* Wait on e->wakeup for at most ms (capped at ENGINE_MAX_SLEEP_MS) of
+ * real time, lock held: anything that changes what the flusher should
+ * do signals it.
+ */
+static inline void
+engine_sleep_drops_lock (struct engine *e, uint64_t ms)
+  REQUIRES (engine_lock)
+{
+  struct timespec ts =
+    deadline_after_ns (MIN (ms, ENGINE_MAX_SLEEP_MS) * UINT64_C (1000000));
+
+  engine_cond_timedwait_drops_lock (e, &e->wakeup, &ts);
+}
+
 /* The keys fixed at open (all but delay, minlen, idle, rate and
  * budget), readable without the lock: nothing writes them after open.
  */
@@ -173,8 +192,27 @@ engine_now_ms (const struct engine *e)
   return engine_now_ns (e) / 1000000;
 }
 
+/* The pending set (engine-pending.c). */
+
 /* Ticks for the extent map (ms since epoch), rebased before they wrap. */
 extern uint32_t engine_ticks_locked (struct engine *e) REQUIRES (engine_lock);
+
+/* Invariant 1: remove pending discards under [offset, offset+length),
+ * adding the bytes removed to *cancelled, mark the range written in the
+ * known-clean map, and wait out any overlapping discard in flight.
+ * Takes the lock itself.
+ */
+extern void engine_cancel_pending (struct engine *e, uint64_t offset,
+                                   uint64_t length, uint64_t *cancelled)
+  EXCLUDES (engine_lock);
+
+/* Record a TRIM of [offset, offset+length) as pending, less what is
+ * known clean (invariant 9), and wake the flusher.  May drop the lock
+ * (to forward at the bound, or without memory to remember it).
+ */
+extern void engine_record_trim_drops_lock (struct engine *e, uint64_t offset,
+                                           uint64_t length)
+  REQUIRES (engine_lock);
 
 /* Send [offset, offset+length), already removed from the map, to the
  * backend in chunks, registered as in flight.  Called and returns with
@@ -264,16 +302,11 @@ extern bool engine_overlaps_inflight_locked (const struct engine *e,
 /* Give up every pending extent (the backend cannot discard): counted. */
 extern void engine_drop_all_locked (struct engine *e) REQUIRES (engine_lock);
 
-/* Keep max-extents: forward (or drop, by policy) the oldest extents. */
+/* Keep max-extents: forward (or drop, by policy) the oldest extents
+ * (engine-pending.c).
+ */
 extern void engine_enforce_bound_drops_lock (struct engine *e)
   REQUIRES (engine_lock);
-/* Wait on e->wakeup for at most ms (capped at a second) of real time,
- * lock held: anything that changes what the flusher should do signals
- * it.
- */
-extern void engine_sleep_drops_lock (struct engine *e, uint64_t ms)
-  REQUIRES (engine_lock);
-
 /* One turn of the flusher (engine_flusher_step without the locking):
  * the clock time of the next one.
  */
@@ -346,9 +379,9 @@ extern void engine_stop_forward_drops_lock (struct engine *e,
 /* The flusher thread's body. */
 extern void *engine_flusher_thread (void *opaque);
 
-/* Load the state file (state=FILE) into the map, if it matches the
- * backend, and consume it; a missing, refused or read-only one is not an
- * error.  -1 only when a state file can be neither read nor set aside,
+/* Load the state file (state=FILE) alone into the map, if it matches
+ * the backend, and consume it (engine.c asks the journal first); a
+ * missing, refused or read-only one is not an error.  -1 only when a state file can be neither read nor set aside,
  * as it could then be replayed after writes: the engine must not serve.
  */
 extern int engine_state_load (struct engine *e);

@@ -294,11 +294,6 @@ engine_state_load (struct engine *e)
   size_t len;
   int r;
 
-  if (engine_journal_wanted (e))
-    return engine_journal_load (e);
-  if (!e->backend->limits.read_only &&
-      (r = engine_journal_load_left (e)) != 0)
-    return r == 1 ? 0 : -1;
   if (e->backend->limits.read_only) {
     dc_debug ("state=%s: read-only, not loaded (a writable start consumes it)",
               path);

@@ -18,30 +18,10 @@
 #include "log.h"
 #include "policy.h"
 
-/* Rebase the extent map's 32-bit millisecond ticks well before they
- * wrap (2^31 ms is about 24 days).
- */
-#define TICKS_REBASE_AT (UINT32_C (1) << 31)
-#define TICKS_REBASE_BY (UINT32_C (1) << 30)
-
 static uint64_t
 engine_clock (void *unused)
 {
   return monotonic_ns ();
-}
-
-uint32_t
-engine_ticks_locked (struct engine *e)
-  REQUIRES (engine_lock)
-{
-  uint64_t ticks = engine_now_ms (e) - e->epoch_ms;
-
-  if (ticks >= TICKS_REBASE_AT) {
-    e->epoch_ms += TICKS_REBASE_BY;
-    extmap_rebase_time (e->map, TICKS_REBASE_BY);
-    ticks -= TICKS_REBASE_BY;
-  }
-  return (uint32_t) ticks;
 }
 
 /* The user's granularity may coarsen the backend's, never refine it:
@@ -112,6 +92,23 @@ init_sync (struct engine *e)
   return 0;
 }
 
+/* state=: the journal and its checkpoint when the journal is on; else
+ * the state file alone, once any journal a journal=on run left behind
+ * has been dealt with (engine-journal.c).
+ */
+static int
+load_saved (struct engine *e)
+{
+  int r;
+
+  if (engine_journal_wanted (e))
+    return engine_journal_load (e);
+  if (!e->backend->limits.read_only &&
+      (r = engine_journal_load_left (e)) != 0)
+    return r == 1 ? 0 : -1;
+  return engine_state_load (e);
+}
+
 struct engine *
 engine_open (const struct engine_config *cfg, struct backend *b)
 {
@@ -159,7 +156,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   atomic_init (&e->discard_events, 0);
   pace_meter_init (&e->pace, engine_now_ns (e));
   /* Before the first request: invariant 4. */
-  if (engine_keys (e)->state && engine_state_load (e) == -1)
+  if (engine_keys (e)->state && load_saved (e) == -1)
     goto err_sync;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
@@ -372,57 +369,6 @@ check_range (const struct engine *e, uint64_t offset, uint64_t length,
   return 0;
 }
 
-/* Without memory to split an extent, cancel every overlapping extent
- * whole: removing whole extents never allocates.  The bytes outside the
- * request are counted as dropped.
- */
-static void
-cancel_whole_extents_locked (struct engine *e, uint64_t offset,
-                             uint64_t length, uint64_t *cancelled)
-  REQUIRES (engine_lock)
-{
-  struct extent x;
-
-  while (extmap_find_overlap (e->map, offset, length, &x)) {
-    uint64_t start = MAX (x.offset, offset);
-    uint64_t end = MIN (x.offset + x.length, offset + length);
-
-    extmap_remove (e->map, x.offset, x.length, NULL);
-    *cancelled += end - start;
-    e->stats.dropped++;
-    e->stats.dropped_bytes += x.length - (end - start);
-    e->stats.dropped_nomem_bytes += x.length - (end - start);
-  }
-}
-
-/* Invariant 1: remove pending discards under [offset, offset+length) and
- * wait out any overlapping discard in flight.  A discard that fails goes
- * back into the map before it leaves the in-flight list, so the loop
- * removes it again.  Invariant 9: in the same step the range stops being
- * known clean; a discard in flight that succeeds marks its range clean
- * before it leaves the list, so the loop takes that out again too.
- */
-static void
-cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
-                uint64_t *cancelled)
-{
-  engine_lock_acquire (e);
-  for (;;) {
-    uint64_t removed;
-
-    if (extmap_remove (e->map, offset, length, &removed) == 0)
-      *cancelled += removed;
-    else
-      cancel_whole_extents_locked (e, offset, length, cancelled);
-    clean_written (&e->clean, offset, length);
-    if (!engine_overlaps_inflight_locked (e, offset, length))
-      break;
-    e->stats.write_waits++;
-    engine_cond_wait_drops_lock (e, &e->inflight_done);
-  }
-  engine_lock_release (e);
-}
-
 /* Ranges of a read that must come back as zeros. */
 struct zero_list {
   uint64_t start, end;          /* the read */
@@ -564,7 +510,7 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
   if (check_range (e, offset, count, true) == -1)
     return -1;
   request_begin (e, &rq);
-  cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
+  engine_cancel_pending (e, offset, count, &e->stats.cancelled_by_writes);
   by_flush = fua_by_flush (e, fua);
   ticket = fua && !by_flush ? engine_journal_begin (e) : 0;
   r = e->backend->ops->pwrite (e->backend, buf, count, offset,
@@ -590,7 +536,7 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     return -1;
   }
   request_begin (e, &rq);
-  cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
+  engine_cancel_pending (e, offset, length, &e->stats.cancelled_by_zeroes);
   by_flush = fua_by_flush (e, fua);
   r = e->backend->ops->zero (e->backend, offset, length, may_trim,
                              fua && !by_flush);
@@ -606,48 +552,6 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     r = fua_done (e, by_flush, by_flush ? 0 : engine_journal_begin (e));
   request_end (e, &rq);
   return r;
-}
-
-/* Keep max-extents: forward (or drop, by policy) the oldest extents.
- * Each turn removes one whole extent; its sub-granule head and tail
- * cannot be sent alone, so at the bound they are dropped and counted.
- */
-void
-engine_enforce_bound_drops_lock (struct engine *e)
-  REQUIRES (engine_lock)
-{
-  struct extent x;
-  uint64_t aoff, alen;
-
-  while (extmap_count (e->map) > e->cfg.max_extents &&
-         extmap_oldest (e->map, &x)) {
-    extmap_remove (e->map, x.offset, x.length, NULL);
-    if (e->cfg.on_full == ON_FULL_DROP || e->forwarding_disabled) {
-      e->stats.dropped++;
-      e->stats.dropped_bytes += x.length;
-      e->stats.dropped_full_bytes += x.length;
-      continue;
-    }
-    /* Invariant 11: an open breaker is not overridden by the bound; the
-     * oldest extent goes, counted (docs/design-notes.md says why).
-     */
-    if (breaker_holds (&e->breaker)) {
-      e->stats.dropped++;
-      e->stats.dropped_bytes += x.length;
-      e->stats.dropped_breaker_bytes += x.length;
-      continue;
-    }
-    if (!policy_aligned_part (x.offset, x.length, e->fwd_granularity,
-                              &aoff, &alen))
-      alen = 0;
-    if (alen < x.length) {
-      e->stats.dropped++;
-      e->stats.dropped_bytes += x.length - alen;
-      e->stats.dropped_fragment_bytes += x.length - alen;
-    }
-    if (alen)
-      engine_forward_drops_lock (e, aoff, alen, x.time, false, false);
-  }
 }
 
 /* FUA and passthrough trims go to the backend before the reply.  Pending
@@ -669,58 +573,6 @@ trim_now (struct engine *e, uint64_t offset, uint64_t length, bool fua)
    * error to the client, as a plain proxy would.
    */
   return engine_keys (e)->passthrough ? r : 0;
-}
-
-/* Queue [offset, offset+length) as pending.  May drop the lock (to
- * forward at the bound, or without memory to remember it).
- */
-static void
-record_range_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
-  REQUIRES (engine_lock)
-{
-  size_t before = extmap_count (e->map);
-
-  if (extmap_insert (e->map, offset, length, engine_ticks_locked (e)) == -1) {
-    if (breaker_holds (&e->breaker)) {
-      e->stats.dropped++;
-      e->stats.dropped_bytes += length;
-      e->stats.dropped_nomem_bytes += length;
-      return;
-    }
-    /* No memory to remember it: send it now rather than forget it. */
-    engine_forward_drops_lock (e, offset, length, engine_ticks_locked (e),
-                               false, false);
-    return;
-  }
-  e->stats.merges += before + 1 - extmap_count (e->map);
-  engine_enforce_bound_drops_lock (e);
-}
-
-/* Invariant 9: the parts of a TRIM that are known clean are counted,
- * not recorded; the rest is queued.  Recording may drop the lock, so
- * the clean map is asked again after each piece.
- */
-static void
-record_trim_drops_lock (struct engine *e, uint64_t offset, uint64_t length)
-  REQUIRES (engine_lock)
-{
-  uint64_t pos = offset, end = offset + length, start, stop;
-  bool recorded = false;
-
-  while (pos < end) {
-    if (!clean_find (&e->clean, pos, end - pos, &start, &stop))
-      start = stop = end;
-    if (start > pos) {
-      record_range_drops_lock (e, pos, start - pos);
-      recorded = true;
-      pos = start;
-      continue;
-    }
-    e->stats.already_clean_bytes += stop - pos;
-    pos = stop;
-  }
-  if (recorded)
-    pthread_cond_signal (&e->wakeup);
 }
 
 int
@@ -750,7 +602,7 @@ engine_trim (struct engine *e, uint64_t offset, uint64_t length,
     r = trim_now (e, offset, length, fua);
   }
   else {
-    record_trim_drops_lock (e, offset, length);
+    engine_record_trim_drops_lock (e, offset, length);
     engine_lock_release (e);
   }
   request_end (e, NULL);

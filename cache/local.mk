@@ -21,6 +21,7 @@ libengine_la_SOURCES = \
 	cache/engine-forward.c \
 	cache/engine-internal.h \
 	cache/engine-journal.c \
+	cache/engine-pending.c \
 	cache/engine-pressure.c \
 	cache/engine-proof.c \
 	cache/engine-protect.c \

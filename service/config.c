@@ -336,6 +336,38 @@ const size_t service_nkeys = sizeof service_keys / sizeof service_keys[0];
 #undef VOLUME
 #undef ENGINE
 
+const char *
+service_layer_name (enum service_layer layer)
+{
+  switch (layer) {
+  case SERVICE_LAYER_SERVICE: return "service";
+  case SERVICE_LAYER_VOLUME: return "volume";
+  case SERVICE_LAYER_ENGINE: return "engine";
+  }
+  return "?";
+}
+
+void
+service_runtime_keys_text (char *buf, size_t n, const char *conj)
+{
+  size_t total = 0, seen = 0, len = 0;
+
+  for (size_t i = 0; i < service_nkeys; i++)
+    total += service_keys[i].runtime;
+  buf[0] = '\0';
+  for (size_t i = 0; i < service_nkeys && len < n; i++) {
+    const char *sep = seen == 0 ? "" : seen + 1 < total ? ", " : " ";
+
+    if (!service_keys[i].runtime)
+      continue;
+    seen++;
+    len += snprintf (buf + len, n - len, "%s%s%s%s", sep,
+                     seen > 1 && seen == total ? conj : "",
+                     seen > 1 && seen == total ? " " : "",
+                     service_keys[i].name);
+  }
+}
+
 const struct service_key *
 service_key_find (const char *name)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the table of keys (keys.h) as text: --help's list and
- * the list of runtime keys in messages.
+/* discardcache: the table of keys (keys.h) as --help's list.  It reads
+ * the table and calls nothing else of the service.
  */
 #include <config.h>
 
@@ -20,17 +20,6 @@ const char *
 service_key_default (const struct service_key *k)
 {
   return k->def ? k->def : k->def_text ? k->def_text : "required";
-}
-
-const char *
-service_layer_name (enum service_layer layer)
-{
-  switch (layer) {
-  case SERVICE_LAYER_SERVICE: return "service";
-  case SERVICE_LAYER_VOLUME: return "volume";
-  case SERVICE_LAYER_ENGINE: return "engine";
-  }
-  return "?";
 }
 
 /* Start a new line at HELP_COLUMN. */
@@ -101,25 +90,4 @@ service_keys_write_help (FILE *fp, unsigned frontend)
   fputs ("[set]: discardctl set KEY=VALUE changes it while the server runs.\n",
          fp);
   return ferror (fp) ? -1 : 0;
-}
-
-void
-service_runtime_keys_text (char *buf, size_t n, const char *conj)
-{
-  size_t total = 0, seen = 0, len = 0;
-
-  for (size_t i = 0; i < service_nkeys; i++)
-    total += service_keys[i].runtime;
-  buf[0] = '\0';
-  for (size_t i = 0; i < service_nkeys && len < n; i++) {
-    const char *sep = seen == 0 ? "" : seen + 1 < total ? ", " : " ";
-
-    if (!service_keys[i].runtime)
-      continue;
-    seen++;
-    len += snprintf (buf + len, n - len, "%s%s%s%s", sep,
-                     seen > 1 && seen == total ? conj : "",
-                     seen > 1 && seen == total ? " " : "",
-                     service_keys[i].name);
-  }
 }

@@ -5,11 +5,12 @@ noinst_LTLIBRARIES += libvolume.la
 libvolume_la_SOURCES = \
 	volume/config.c \
 	volume/identity.c \
+	volume/range.c \
 	volume/volume.c \
 	volume/volume.h \
 	volume/volume-internal.h \
 	volume/thin/thin.c \
-	volume/thin/thin.h \
+	volume/thin/thin-pure.h \
 	volume/thin/thin-alloc.c \
 	volume/thin/thin-internal.h \
 	volume/thin/thin-stats.h \
@@ -20,6 +21,7 @@ libvolume_la_SOURCES = \
 	volume/thin/thin-open.c \
 	volume/thin/thin-order.c \
 	volume/thin/thin-order.h \
+	volume/thin/thin-recover.c \
 	volume/thin/thin-reserve.c \
 	volume/thin/thin-space.c \
 	volume/thin/thin-volume.h

@@ -44,25 +44,6 @@ volume_granularity (const struct volume *v)
 }
 
 int
-volume_check_range (const struct volume *v, uint64_t offset, uint64_t length,
-                    bool write)
-{
-  uint64_t end;
-
-  if (write && v->limits.read_only) {
-    errno = EROFS;
-    return -1;
-  }
-  if (length == 0 || ADD_OVERFLOW (offset, length, &end) || end > v->size) {
-    dc_error ("request [%" PRIu64 ", +%" PRIu64 ") is outside the disk "
-              "(size %" PRIu64 ")", offset, length, v->size);
-    errno = EINVAL;
-    return -1;
-  }
-  return 0;
-}
-
-int
 volume_pread (struct volume *v, void *buf, uint32_t count, uint64_t offset)
 {
   return v->ops->pread (v, buf, count, offset);

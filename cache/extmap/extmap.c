@@ -1052,11 +1052,28 @@ extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
   return 0;
 }
 
-static int
-account_visit (const struct extent *x, void *opaque)
+/* Every extent of the map, in order, into the granule accounts (a walk
+ * of the leaves here rather than extmap_iterate, so that the core never
+ * calls its queries).
+ */
+static void
+account_all (struct extmap *map)
 {
-  account_add (opaque, x->offset, x->length);
-  return 0;
+  struct path p;
+
+  if (map->root == NULL)
+    return;
+  extmap_seek (map, 0, false, &p);
+  if (!settle (map, &p))
+    return;
+  do {
+    for (unsigned j = p.idx[0]; j < p.node[0]->h.n; j++) {
+      struct extent e;
+
+      leaf_extent (p.node[0], j, &e);
+      account_add (map, e.offset, e.length);
+    }
+  } while (extmap_next_leaf (map->height, &p));
 }
 
 /* Recompute every inner node's columns below n (level l), for a new
@@ -1083,7 +1100,7 @@ extmap_set_granularity (struct extmap *map, uint64_t g)
   map->granularity = g;
   map->aligned = map->subgranule = 0;
   if (g)
-    extmap_iterate (map, 0, account_visit, map);
+    account_all (map);
   if (map->root)
     resummarize (map, map->root, map->height - 1);
 }

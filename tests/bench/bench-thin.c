@@ -41,7 +41,7 @@
 
 #include "backend.h"
 #include "engine.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "volume.h"
 
 #define SLOT 4096

@@ -28,7 +28,7 @@
 #include "crc32c.h"
 #include "file-header.h"
 #include "le.h"
-#include "thin.h"
+#include "thin-pure.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize (int *argc, char ***argv);

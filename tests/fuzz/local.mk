@@ -28,7 +28,8 @@ fuzz_state_sources = \
 # Thin mode's meta file loader (checkpoint and journal replay).
 fuzz_thin_sources = \
 	tests/fuzz/fuzz-thin.c volume/thin/thin-journal.c volume/thin/thin-map.c \
-	volume/thin/thin-meta-v1.c $(extmap_c_sources) common/crc32c.c \
+	volume/thin/thin-meta-v1.c volume/thin/thin-recover.c \
+	$(extmap_c_sources) common/crc32c.c \
 	common/file-header.c \
 	common/log-stderr.c
 # The format of the journal of the pending set, replayed into a pending

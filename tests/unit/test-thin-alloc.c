@@ -28,7 +28,7 @@
 #include "scratch.h"
 #include "splitmix.h"
 #include "thin-volume.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "thin-util.h"
 #include "volume.h"
 

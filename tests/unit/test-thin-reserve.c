@@ -21,7 +21,7 @@
 #include "engine-test.h"
 #include "mem-backend.h"
 #include "thin-util.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "volume.h"
 
 /* The reuse reserve (reserve=, invariant 12). */

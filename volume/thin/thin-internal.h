@@ -35,7 +35,7 @@
 
 #include "engine.h"
 #include "lock.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "volume-internal.h"
 
 /* An unmapped physical run whose slots are not free yet: its record may
@@ -286,7 +286,21 @@ extern int thin_reserve_trim (struct thin *t, uint64_t limit)
 extern uint64_t thin_reserve_limit_locked (struct thin *t)
   REQUIRES (thin_lock);
 
-/* --- thin.c --- */
+/* --- thin-meta.c: the records' durability --- */
+
+/* A checkpoint replaces the journal when it grows past this, and past
+ * JOURNAL_PER_RUN bytes a mapped run.  A checkpoint copies and encodes
+ * the whole map (the copy under the lock, stalling every request), so
+ * with a fixed limit its cost a write grew with the map: 4 KiB random
+ * writes into a fresh 1 GiB map of 4 KiB slots paid for one every
+ * 131,072 writes, each of up to 262,144 runs.  Two records a run bound
+ * that to about half a run copied a record, and the replay at a start
+ * to about twice as many records as the checkpoint has runs, up to
+ * JOURNAL_MAX (2M records; the meta file must stay under 4 GiB).
+ */
+#define JOURNAL_LIMIT (4 * 1024 * 1024)
+#define JOURNAL_PER_RUN (2 * THIN_RECORD_SIZE)
+#define JOURNAL_MAX (UINT64_C (64) << 20)
 
 /* The unmaps and releases numbered first_seq to last_seq have their
  * discard in the engine: the commit that makes them durable frees their
@@ -298,8 +312,8 @@ extern void thin_mark_recorded_locked (struct thin *t, uint64_t first_seq,
 
 /* --- thin-open.c --- */
 
-/* Whether the journal has grown enough for a checkpoint.  Both locks
- * held.
+/* Whether the journal has grown enough for a checkpoint (thin-meta.c).
+ * Both locks held.
  */
 extern bool thin_journal_full_locked (struct thin *t)
   REQUIRES (thin_commit_lock, thin_lock);

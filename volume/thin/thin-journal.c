@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's meta file format, version 3 (see thin.h for
+/* discardcache: thin mode's meta file format, version 3 (see thin-pure.h for
  * the layout): the checkpoint, a list of runs and the reserve, and the
- * journal records, each a run; encoded and recovered in memory so that
+ * journal records, each a run; encoded and decoded in memory so that
  * tests can cut an image anywhere.  Version 2 is read here too; version
- * 1 images go to thin-meta-v1.c.
+ * 1 images are thin-meta-v1.c's, and thin-recover.c picks the reader.
  */
 #include <config.h>
 
@@ -23,7 +23,7 @@
 #include "le.h"
 #include "log.h"
 #include "reclog.h"
-#include "thin.h"
+#include "thin-pure.h"
 #include "varint.h"
 
 static const struct file_format format = {
@@ -453,39 +453,21 @@ thin_replay_records (const unsigned char *p, size_t len, size_t off,
 }
 
 int
-thin_meta_recover (const void *image, size_t len,
-                   const struct thin_meta_id *id, struct thin_map *m,
-                   struct thin_recovery *rec, char *why, size_t whylen)
+thin_meta_version (const void *image, size_t len, uint32_t *version,
+                   char *why, size_t whylen)
 {
-  const unsigned char *p = image;
-  int r;
-
-  memset (rec, 0, sizeof *rec);
-  if (file_prefix_get (p, len, &format, &rec->version, why, whylen) == -1)
-    return -1;
-  if ((rec->reserve = extmap_new ()) == NULL)
-    return fileio_fail (why, whylen, "out of memory");
-  switch (rec->version) {
-  case 1:
-    r = thin_meta_recover_v1 (p, len, id, m, rec, why, whylen);
-    break;
-  default:                              /* 2 and THIN_VERSION */
-    r = load_checkpoint (p, len, id, m, rec, why, whylen);
-    if (r == 0)
-      r = thin_replay_records (p, len, rec->checkpoint_len, THIN_RECORD_SIZE,
-                               rec->version == 2 ? decode_v2
-                                                 : thin_record_decode,
-                               m, rec, why, whylen);
-  }
-  if (r == -1)
-    thin_recovery_release (rec);
-  return r;
+  return file_prefix_get (image, len, &format, version, why, whylen);
 }
 
-void
-thin_recovery_release (struct thin_recovery *rec)
+int
+thin_meta_recover_v3 (const unsigned char *p, size_t len,
+                      const struct thin_meta_id *id, struct thin_map *m,
+                      struct thin_recovery *rec, char *why, size_t whylen)
 {
-  extmap_free (rec->free);
-  extmap_free (rec->reserve);
-  rec->free = rec->reserve = NULL;
+  if (load_checkpoint (p, len, id, m, rec, why, whylen) == -1)
+    return -1;
+  return thin_replay_records (p, len, rec->checkpoint_len, THIN_RECORD_SIZE,
+                              rec->version == 2 ? decode_v2
+                                                : thin_record_decode,
+                              m, rec, why, whylen);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's map of runs (see thin.h): logical slot runs
+/* discardcache: thin mode's map of runs (see thin-pure.h): logical slot runs
  * onto physical slot runs in the extent map's B+tree, and the checks
  * recovery makes with the free set instead of per-slot tables.
  */
@@ -12,7 +12,7 @@
 
 #include "arith.h"
 #include "log.h"
-#include "thin.h"
+#include "thin-pure.h"
 
 int
 thin_map_init (struct thin_map *m, uint64_t nlogical, uint64_t nphys)

@@ -33,7 +33,7 @@
 #include "fileio.h"
 #include "reclog.h"
 #include "le.h"
-#include "thin.h"
+#include "thin-pure.h"
 
 enum {
   OFF_SEQ = 64, OFF_NSLOTS = 76, OFF_PAYLEN = 80, OFF_TIME = 88,

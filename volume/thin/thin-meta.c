@@ -681,3 +681,34 @@ thin_meta_close (struct thin *t)
   checkpoint (t);
   thin_commit_lock_release (t);
 }
+
+bool
+thin_journal_full_locked (struct thin *t)
+{
+  uint64_t grown = MIN (thin_map_runs (&t->map) * t->journal_per_run,
+                        JOURNAL_MAX);
+
+  return t->journal_end > MAX (t->journal_limit, grown);
+}
+
+/* The unmaps of a batch have their discard in the engine: the runs can
+ * be freed by the commit that makes their records durable.
+ */
+void
+thin_mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
+  REQUIRES (thin_lock)
+{
+  size_t lo = 0, hi = t->nundurable;
+
+  while (lo < hi) {                 /* the first entry >= first_seq */
+    size_t mid = lo + (hi - lo) / 2;
+
+    if (t->undurable[mid].seq < first_seq)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < t->nundurable && t->undurable[lo].seq <= last_seq; lo++)
+    t->undurable[lo].recorded = true;
+  pthread_cond_broadcast (&t->changed);
+}

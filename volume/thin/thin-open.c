@@ -22,29 +22,6 @@
 #include "thin-internal.h"
 #include "thin-volume.h"
 
-/* A checkpoint replaces the journal when it grows past this, and past
- * JOURNAL_PER_RUN bytes a mapped run.  A checkpoint copies and encodes
- * the whole map (the copy under the lock, stalling every request), so
- * with a fixed limit its cost a write grew with the map: 4 KiB random
- * writes into a fresh 1 GiB map of 4 KiB slots paid for one every
- * 131,072 writes, each of up to 262,144 runs.  Two records a run bound
- * that to about half a run copied a record, and the replay at a start
- * to about twice as many records as the checkpoint has runs, up to
- * JOURNAL_MAX (2M records; the meta file must stay under 4 GiB).
- */
-#define JOURNAL_LIMIT (4 * 1024 * 1024)
-#define JOURNAL_PER_RUN (2 * THIN_RECORD_SIZE)
-#define JOURNAL_MAX (UINT64_C (64) << 20)
-
-bool
-thin_journal_full_locked (struct thin *t)
-{
-  uint64_t grown = MIN (thin_map_runs (&t->map) * t->journal_per_run,
-                        JOURNAL_MAX);
-
-  return t->journal_end > MAX (t->journal_limit, grown);
-}
-
 void
 thin_set_journal_limit (struct volume *v, uint64_t bytes)
 {

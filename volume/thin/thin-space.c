@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: thin mode's free physical slots (see thin.h), three
+/* discardcache: thin mode's free physical slots (see thin-pure.h), three
  * plain extent maps of slot ranges and an index:
  *
  *   reserve  slots freed by an unmap and kept from the device (reserve=):
@@ -44,7 +44,7 @@
 
 #include "arith.h"
 #include "log.h"
-#include "thin.h"
+#include "thin-pure.h"
 
 #define EXACT_CLASSES 64
 #define BUCKET_SCAN 16

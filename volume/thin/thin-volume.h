@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the thin volume (thin-internal.h lists its files; the
- * map and the meta file are in thin.h).  Opened through volume_open
+ * map and the meta file are in thin-pure.h).  Opened through volume_open
  * with thin=on; each data-path call has volume.h's semantics on the
  * exported (logical) disk and goes to the engine at physical addresses.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the thin volume's data path (see thin-volume.h; the map,
- * the free space and the format are in thin.h, the meta file on disk in
- * thin-meta.c; request ordering in thin-order.c, allocation in
+/* discardcache: the thin volume's data path (see thin-volume.h; the
+ * map, the free space and the format are in thin-pure.h, the meta file
+ * on disk in thin-meta.c; request ordering in thin-order.c, allocation in
  * thin-alloc.c, opening and statistics in thin-open.c).  Design:
  * docs/design-notes.md, "Thin mode".
  *
@@ -441,28 +441,6 @@ static bool
 unmaps (const struct trim_zero_args *a)
 {
   return !a->zero || a->may_trim;
-}
-
-/* The unmaps of a batch have their discard in the engine: the runs can
- * be freed by the commit that makes their records durable.
- */
-void
-thin_mark_recorded_locked (struct thin *t, uint64_t first_seq, uint64_t last_seq)
-  REQUIRES (thin_lock)
-{
-  size_t lo = 0, hi = t->nundurable;
-
-  while (lo < hi) {                 /* the first entry >= first_seq */
-    size_t mid = lo + (hi - lo) / 2;
-
-    if (t->undurable[mid].seq < first_seq)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  for (; lo < t->nundurable && t->undurable[lo].seq <= last_seq; lo++)
-    t->undurable[lo].recorded = true;
-  pthread_cond_broadcast (&t->changed);
 }
 
 struct unmapped {

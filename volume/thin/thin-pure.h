@@ -16,13 +16,18 @@
  *   thin-journal.c  the meta file's format: a checkpoint of runs, then
  *                   journal records, each describing a run;
  *   thin-meta-v1.c  format version 1 (one entry per logical slot),
- *                   read to convert it.
+ *                   read to convert it;
+ *   thin-recover.c  which of those readers an image needs.
+ *
+ * The rest of thin mode (thin.c, the data path; thin-meta.c, the
+ * commit; thin-alloc.c, thin-reserve.c, thin-open.c) holds the thin
+ * lock and is described in thin-internal.h.
  *
  * Memory follows the number of runs, never the exported or backend
  * size.  See docs/design-notes.md, "Thin mode".
  */
-#ifndef DISCARDCACHE_THIN_H
-#define DISCARDCACHE_THIN_H
+#ifndef DISCARDCACHE_THIN_PURE_H
+#define DISCARDCACHE_THIN_PURE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -299,6 +304,8 @@ struct thin_recovery {
                                   (owned) */
 };
 
+/* --- thin-recover.c: the reader for the image's version --- */
+
 /* Rebuild m (initialised, empty) from a meta file image: the checkpoint,
  * then every record in sequence; a torn or corrupt tail ends the replay
  * (valid_len tells where).  Reads versions 1 to 3.  -1 with the reason
@@ -317,7 +324,25 @@ extern int thin_meta_recover (const void *image, size_t len,
  */
 extern void thin_recovery_release (struct thin_recovery *rec);
 
-/* Shared by both versions' readers (thin-journal.c).  Both headers
+/* --- thin-journal.c: versions 2 and 3, and what every reader shares --- */
+
+/* The image's format version, after checking its magic and that this
+ * build reads it (1 to THIN_VERSION, common/file-header.h); -1 with the
+ * reason in why when it is not a thin meta file or another version.
+ */
+extern int thin_meta_version (const void *image, size_t len,
+                              uint32_t *version, char *why, size_t whylen);
+
+/* Load a version 2 or 3 image (rec->version set): its checkpoint, then
+ * its records.  Same contract as thin_meta_recover, which calls it.
+ */
+extern int thin_meta_recover_v3 (const unsigned char *p, size_t len,
+                                 const struct thin_meta_id *id,
+                                 struct thin_map *m,
+                                 struct thin_recovery *rec,
+                                 char *why, size_t whylen);
+
+/* Shared by every version's reader (thin-journal.c).  Both headers
  * hold the slot size, the exported size, the backend's size, kind,
  * device and inode at the same offsets; the name is elsewhere.
  */
@@ -349,4 +374,4 @@ extern int thin_meta_recover_v1 (const unsigned char *p, size_t len,
                                  struct thin_recovery *rec,
                                  char *why, size_t whylen);
 
-#endif /* DISCARDCACHE_THIN_H */
+#endif /* DISCARDCACHE_THIN_PURE_H */
