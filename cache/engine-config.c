@@ -90,12 +90,9 @@ set_max_extents (const char *key, const char *value, uint64_t *out)
 
   if (parse_scaled_count (key, value, &n) == -1)
     return -1;
-  if (n == 0) {
-    dc_error ("%s=%s: invalid value: expected a count of at least 1 (suffixes k, M: 1M = 1048576)",
-              key, value);
-    errno = EINVAL;
-    return -1;
-  }
+  if (n == 0)
+    return parse_invalid (key, value, "a count of at least 1 (suffixes k, "
+                          "M: 1M = 1048576)");
   *out = n;
   return 0;
 }
@@ -108,35 +105,25 @@ set_max_clean_extents (const char *key, const char *value, uint64_t *out)
     *out = 0;
     return 0;
   }
-  if (!isdigit ((unsigned char) value[0])) {
-    dc_error ("%s=%s: invalid value: expected off, or a count with an "
-              "optional suffix k or M such as 1M (0 is off too)", key, value);
-    errno = EINVAL;
-    return -1;
-  }
+  if (!isdigit ((unsigned char) value[0]))
+    return parse_invalid (key, value, "off, or a count with an optional "
+                          "suffix k or M such as 1M (0 is off too)");
   return parse_scaled_count (key, value, out);
 }
 
-/* small=: auto (the cost model decides), off (0 too), or a size. */
+/* small=: auto (the cost model decides), off (0 too), or a size.  off
+ * is read as 0, so that parse_auto_size's 0 means auto only for "auto".
+ */
 static int
 set_small (const char *key, const char *value, struct engine_config *cfg)
 {
   uint64_t n;
 
-  if (strcmp (value, "auto") == 0 || strcmp (value, "off") == 0) {
-    cfg->small_auto = value[0] == 'a';
-    cfg->small = 0;
-    return 0;
-  }
-  if (!isdigit ((unsigned char) value[0])) {
-    dc_error ("%s=%s: invalid value: expected auto, off, or %s", key, value,
-              PARSE_SIZE_FORMS);
-    errno = EINVAL;
+  if (parse_auto_size (key, strcmp (value, "off") == 0 ? "0" : value,
+                       "auto, off, or " PARSE_SIZE_FORMS, 0, UINT64_MAX, false,
+                       &n) == -1)
     return -1;
-  }
-  if (parse_size (key, value, &n) == -1)
-    return -1;
-  cfg->small_auto = false;
+  cfg->small_auto = strcmp (value, "auto") == 0;
   cfg->small = n;
   return 0;
 }
@@ -148,11 +135,8 @@ set_on_full (const char *key, const char *value, enum on_full_policy *out)
     *out = ON_FULL_FORWARD;
   else if (strcmp (value, "drop") == 0)
     *out = ON_FULL_DROP;
-  else {
-    dc_error ("%s=%s: invalid value: expected forward or drop", key, value);
-    errno = EINVAL;
-    return -1;
-  }
+  else
+    return parse_invalid (key, value, "forward or drop");
   return 0;
 }
 
@@ -177,12 +161,8 @@ set_low_water (const char *key, const char *value, struct engine_config *cfg)
     double pct = strtod (value, &end);
 
     if (end != value + len - 1 || !(pct > 0 && pct < 100) ||
-        !isdigit ((unsigned char) value[0])) {
-      dc_error ("%s=%s: invalid value: expected %s", key, value,
-                LOW_WATER_FORMS);
-      errno = EINVAL;
-      return -1;
-    }
+        !isdigit ((unsigned char) value[0]))
+      return parse_invalid (key, value, LOW_WATER_FORMS);
     cfg->low_water_ppm = (uint64_t) (pct * 10000 + 0.5);
     cfg->low_water_bytes = 0;
     if (cfg->low_water_ppm == 0)
@@ -215,12 +195,8 @@ set_off_or_duration (const char *key, const char *value, uint64_t *out)
     *out = 0;
     return 0;
   }
-  if (!isdigit ((unsigned char) value[0])) {
-    dc_error ("%s=%s: invalid value: expected off, or %s", key, value,
-              PARSE_DURATION_FORMS);
-    errno = EINVAL;
-    return -1;
-  }
+  if (!isdigit ((unsigned char) value[0]))
+    return parse_invalid (key, value, "off, or " PARSE_DURATION_FORMS);
   return parse_duration_ms (key, value, out);
 }
 
@@ -232,12 +208,9 @@ set_positive_duration (const char *key, const char *value, uint64_t *out)
 
   if (parse_duration_ms (key, value, &ms) == -1)
     return -1;
-  if (ms == 0) {
-    dc_error ("%s=%s: invalid value: expected a duration above 0, %s",
-              key, value, PARSE_DURATION_FORMS);
-    errno = EINVAL;
-    return -1;
-  }
+  if (ms == 0)
+    return parse_invalid (key, value,
+                          "a duration above 0, " PARSE_DURATION_FORMS);
   *out = ms;
   return 0;
 }
@@ -275,9 +248,7 @@ set_proof (const char *key, const char *value, uint64_t *out)
   return 0;
 
  bad:
-  dc_error ("%s=%s: invalid value: expected %s", key, value, PROOF_FORMS);
-  errno = EINVAL;
-  return -1;
+  return parse_invalid (key, value, PROOF_FORMS);
 }
 
 int

@@ -133,19 +133,7 @@ struct engine {
 /* Take and give back the engine lock, and wait on one of its
  * condition variables (which drops and retakes it).
  */
-static inline void
-engine_lock_acquire (struct engine *e)
-  ACQUIRE (engine_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_lock (&e->lock);
-}
-
-static inline void
-engine_lock_release (struct engine *e)
-  RELEASE (engine_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_unlock (&e->lock);
-}
+DC_LOCK_WRAPPERS (engine_lock, struct engine, lock, engine_lock)
 
 static inline void
 engine_cond_wait_drops_lock (struct engine *e, pthread_cond_t *cond)

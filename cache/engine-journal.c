@@ -118,19 +118,7 @@ struct engine_journal {
   uint64_t bytes GUARDED_BY (journal_lock);  /* the file's records */
 };
 
-static inline void
-journal_acquire (struct engine_journal *j)
-  ACQUIRE (journal_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_lock (&j->lock);
-}
-
-static inline void
-journal_release (struct engine_journal *j)
-  RELEASE (journal_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_unlock (&j->lock);
-}
+DC_LOCK_WRAPPERS (journal, struct engine_journal, lock, journal_lock)
 
 static inline void
 journal_wait_drops_lock (struct engine_journal *j, pthread_cond_t *cond)

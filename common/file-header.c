@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the checks the on-disk formats' loaders share (see
- * file-header.h).
+/* discardcache: the prefix codec and the checks the on-disk formats'
+ * loaders share (see file-header.h).
  */
 #include <config.h>
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
@@ -13,6 +14,49 @@
 #include "file-header.h"
 #include "fileio.h"
 #include "le.h"
+
+enum { OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12 };
+
+void
+file_prefix_put (unsigned char *p, const struct file_format *f,
+                 uint32_t hsize)
+{
+  memcpy (p + OFF_MAGIC, f->magic, sizeof f->magic);
+  put32 (p + OFF_VERSION, f->version);
+  put32 (p + OFF_HSIZE, hsize);
+}
+
+/* "versions 1 and 2": the versions f reads, for the message. */
+static void
+versions_text (char *buf, size_t len, const struct file_format *f)
+{
+  if (f->oldest == f->version)
+    snprintf (buf, len, "version %" PRIu32, f->version);
+  else
+    snprintf (buf, len, "versions %" PRIu32 " %s %" PRIu32, f->oldest,
+              f->version == f->oldest + 1 ? "and" : "to", f->version);
+}
+
+int
+file_prefix_get (const unsigned char *p, size_t len,
+                 const struct file_format *f, uint32_t *version,
+                 char *why, size_t whylen)
+{
+  char reads[64];
+  uint32_t v;
+
+  if (len < FILE_PREFIX_SIZE ||
+      memcmp (p + OFF_MAGIC, f->magic, sizeof f->magic) != 0)
+    return fileio_fail (why, whylen, "not a discardcache %s", f->what);
+  v = get32 (p + OFF_VERSION);
+  if (v < f->oldest || v > f->version) {
+    versions_text (reads, sizeof reads, f);
+    return fileio_fail (why, whylen, "format version %" PRIu32 ", this "
+                        "discardcache reads %s", v, reads);
+  }
+  *version = v;
+  return 0;
+}
 
 uint32_t
 file_frame_crc (const unsigned char *p, size_t len, size_t off_crc)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the checks the loaders of the on-disk formats share
- * (the state file, cache/persist/state.c; thin mode's checkpoints, version 2 in
- * volume/thin/thin-journal.c and version 1 in thin-meta-v1.c): the
- * frame of a header, a name and a payload under one CRC-32C, and
- * whether the file was saved for this backend.  Each check fails with
- * one sentence in why[whylen] (fileio_fail) and returns -1; the caller
- * reports it once.
+/* discardcache: the codec and checks the on-disk formats share (the
+ * state file and the journal, cache/persist/; thin mode's meta file,
+ * volume/thin/thin-journal.c and thin-meta-v1.c): the prefix every
+ * header opens with, the frame of a header, a name and a payload under
+ * one CRC-32C, and whether the file was saved for this backend.  Each
+ * check fails with one sentence in why[whylen] (fileio_fail) and
+ * returns -1; the caller reports it once.
  */
 #ifndef DISCARDCACHE_FILE_HEADER_H
 #define DISCARDCACHE_FILE_HEADER_H
@@ -13,6 +13,31 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Every header opens with this prefix: an 8-byte magic (NUL padded),
+ * then the format version and the header's size, 32 bits each, at 8
+ * and 12.
+ */
+#define FILE_PREFIX_SIZE 16
+
+/* A format, as its prefix names it. */
+struct file_format {
+  char magic[8];                /* "DCSTATE" and its NUL */
+  const char *what;             /* "state file": "not a discardcache ..." */
+  uint32_t oldest, version;     /* the versions read; version is written */
+};
+
+/* Write the prefix of a header of hsize bytes, at f->version. */
+extern void file_prefix_put (unsigned char *p, const struct file_format *f,
+                             uint32_t hsize);
+
+/* Check that p[len] opens with f's magic and a version from f->oldest
+ * to f->version, stored in *version.  0, or -1 with why, the one
+ * message for a version this build does not read.
+ */
+extern int file_prefix_get (const unsigned char *p, size_t len,
+                            const struct file_format *f, uint32_t *version,
+                            char *why, size_t whylen);
 
 /* Where a format keeps its frame: a header of hsize bytes whose 32-bit
  * field at offset 12 repeats hsize, then a name of namelen bytes (32

@@ -2,6 +2,7 @@
 /* discardcache: the flat JSON object parser (see json-flat.h). */
 #include <config.h>
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -336,20 +337,21 @@ jf_next (const struct jf_member *m, char **cursor, struct jf_member *elem)
   return true;
 }
 
+/* Through a stream on buf, so that the escaping is jf_write_string's:
+ * the position counts what did not fit too.
+ */
 int
 jf_quote (char *buf, size_t size, const char *s)
 {
-  char esc[JF_ESCAPE_SIZE];
-  size_t n = 0;
-  int w = snprintf (buf, size, "\"");
+  FILE *fp = fmemopen (buf, size, "w");
+  long n;
 
-  for (; (n += w) < size && *s; s++) {
-    const char *escape = jf_escape (*s, esc);
-
-    w = escape ? snprintf (buf + n, size - n, "%s", escape)
-               : snprintf (buf + n, size - n, "%c", *s);
-  }
-  if (n >= size || (n += snprintf (buf + n, size - n, "\"")) >= size)
+  if (fp == NULL)
     return -1;
+  jf_write_string (fp, s);
+  n = ftell (fp);
+  if (fclose (fp) == EOF || n < 0 || (size_t) n >= size || n > INT_MAX)
+    return -1;
+  buf[n] = '\0';
   return (int) n;
 }

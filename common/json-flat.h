@@ -84,31 +84,35 @@ extern bool jf_next (const struct jf_member *m, char **cursor,
 /* The longest escape of a byte, "\u001f", and its NUL. */
 #define JF_ESCAPE_SIZE 7
 
-/* The one escaping rule of the strings we write, jf_quote's and the
- * control server's (ctl_json_string): the escape of byte c (not NUL),
- * in out or a constant, or NULL where c stands for itself.  Inline so
- * that libctlproto need not link json-flat.c, which libbackend has with
- * RBD: the plugin would get two.
+/* Write s to fp as a JSON string, quotes included: the one escaper of
+ * the strings we write (the control server's replies, jf_quote).  A
+ * quote, a backslash and a newline get their short escapes, the other
+ * control bytes and DEL \u00XX; every other byte (UTF-8 included)
+ * stands for itself.  Inline so that libctlproto need not link
+ * json-flat.c, which libbackend has with RBD: the plugin would get two.
  */
-static inline const char *
-jf_escape (unsigned char c, char out[JF_ESCAPE_SIZE])
+static inline void
+jf_write_string (FILE *fp, const char *s)
 {
-  if (c == '"')
-    return "\\\"";
-  if (c == '\\')
-    return "\\\\";
-  if (c == '\n')
-    return "\\n";
-  if (c < 0x20 || c == 0x7f) {
-    snprintf (out, JF_ESCAPE_SIZE, "\\u%04x", c);
-    return out;
+  fputc ('"', fp);
+  for (; *s; s++) {
+    unsigned char c = *s;
+
+    if (c == '"' || c == '\\')
+      fprintf (fp, "\\%c", c);
+    else if (c == '\n')
+      fputs ("\\n", fp);
+    else if (c < 0x20 || c == 0x7f)
+      fprintf (fp, "\\u%04x", c);
+    else
+      fputc (c, fp);
   }
-  return NULL;
+  fputc ('"', fp);
 }
 
-/* s as a JSON string, quotes included, into buf (size bytes, NUL
- * terminated), escaped by jf_escape.  The length written, or -1 if it
- * does not fit.
+/* s as a JSON string, as jf_write_string writes it, into buf (size
+ * bytes, NUL terminated).  The length written, or -1 if it does not
+ * fit.
  */
 extern int jf_quote (char *buf, size_t size, const char *s)
   __attribute__ ((nonnull (1, 3)));

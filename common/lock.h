@@ -11,12 +11,15 @@
  *   TRY_ACQUIRE (r, c)  takes c when it returns r
  *   EXCLUDES (c)        called without c (it takes it itself)
  *   NO_THREAD_SAFETY_ANALYSIS  the few wrappers the analysis cannot see
- *                       through (the pthread calls themselves)
+ *                       through (the pthread calls themselves; a lock's
+ *                       take and give back come from DC_LOCK_WRAPPERS)
  * configure adds -Wthread-safety when the compiler is clang, and the
  * clang build of scripts/test-all makes every finding an error.
  */
 #ifndef DISCARDCACHE_LOCK_H
 #define DISCARDCACHE_LOCK_H
+
+#include <pthread.h>
 
 #if defined __clang__
 #define DC_TSA(x) __attribute__ ((x))
@@ -41,5 +44,27 @@
  * wrappers acquire and release that.
  */
 struct CAPABILITY ("mutex") dc_capability;
+
+/* Define name_acquire (type *) and name_release (type *), which take and
+ * give back the pthread mutex in that type's member field, annotated as
+ * acquiring and releasing cap: the one place a lock's wrappers are
+ * written and the analysis is told to trust them.  At file scope,
+ * without a semicolon:
+ *   DC_LOCK_WRAPPERS (engine_lock, struct engine, lock, engine_lock)
+ */
+#define DC_LOCK_WRAPPERS(name, type, field, cap)                        \
+  static inline void                                                    \
+  name##_acquire (type *dc_owner)                                       \
+    ACQUIRE (cap) NO_THREAD_SAFETY_ANALYSIS                             \
+  {                                                                     \
+    pthread_mutex_lock (&dc_owner->field);                              \
+  }                                                                     \
+                                                                        \
+  static inline void                                                    \
+  name##_release (type *dc_owner)                                       \
+    RELEASE (cap) NO_THREAD_SAFETY_ANALYSIS                             \
+  {                                                                     \
+    pthread_mutex_unlock (&dc_owner->field);                            \
+  }
 
 #endif /* DISCARDCACHE_LOCK_H */

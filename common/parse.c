@@ -44,7 +44,7 @@ parse_digits (const char *s, uint64_t *n)
 int
 parse_invalid (const char *key, const char *value, const char *forms)
 {
-  dc_error ("%s=%s: invalid value: expected %s", key, value, forms);
+  dc_error (PARSE_INVALID_FMT, key, value, forms);
   errno = EINVAL;
   return -1;
 }
@@ -174,12 +174,11 @@ parse_count (const char *key, const char *value, uint64_t max, uint64_t *out)
 {
   uint64_t n;
   const char *rest = parse_digits (value, &n);
+  char forms[64];
 
   if (rest == NULL || *rest != '\0' || n > max) {
-    dc_error ("%s=%s: invalid value: expected a whole number from 0 to %" PRIu64,
-              key, value, max);
-    errno = EINVAL;
-    return -1;
+    snprintf (forms, sizeof forms, "a whole number from 0 to %" PRIu64, max);
+    return parse_invalid (key, value, forms);
   }
   *out = n;
   return 0;

@@ -15,6 +15,11 @@
 #define PARSE_DURATION_SYNTAX "a number, a fraction allowed, with an optional suffix h, m, s, ms, us or ns (seconds if none), e.g. 1.5s, 250ms or 30"
 #define PARSE_DURATION_FORMS "a duration: " PARSE_DURATION_SYNTAX
 
+/* The one wording of a refused value, with key, value and forms as its
+ * three strings: for a caller that must put it in a reply, not the log.
+ */
+#define PARSE_INVALID_FMT "%s=%s: invalid value: expected %s"
+
 /* Report "KEY=VALUE: invalid value: expected FORMS" and return -1 with
  * errno = EINVAL: for a caller whose own checks (a range, a keyword)
  * come after one of the parsers below, so every refusal reads alike.

@@ -445,8 +445,8 @@ service_keys_check_runtime (const char *const *keys,
       snprintf (err, errlen, "set %s: cannot be changed while running (only "
                 "at start): the keys that can are %s", keys[i], can);
     else if (service_config_set (&scratch, keys[i], values[i]) != 0)
-      snprintf (err, errlen, "set %s=%s: invalid value: expected %s",
-                keys[i], values[i], value_forms (k));
+      snprintf (err, errlen, "set " PARSE_INVALID_FMT, keys[i], values[i],
+                value_forms (k));
     else
       r = 0;
   }

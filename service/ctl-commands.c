@@ -14,6 +14,7 @@
 
 #include "ctl-internal.h"
 #include "engine.h"
+#include "json-flat.h"
 #include "keys.h"
 #include "volume.h"
 #include "log.h"
@@ -35,7 +36,7 @@ ctl_hello (struct ctl_client *c)
            "\"version\":\"%s\",\"pid\":%d,\"max_line\":%d,\"backend\":",
            CTL_PROTOCOL_VERSION, PACKAGE_VERSION, (int) getpid (),
            CTL_MAX_LINE);
-  ctl_json_string (fp, engine_identity (c->s->e)->name);
+  jf_write_string (fp, engine_identity (c->s->e)->name);
   fputs ("}\n", fp);
   return ctl_out_send (c);
 }
@@ -63,17 +64,27 @@ do_stats (struct ctl_client *c)
   return ctl_out_send (c);
 }
 
+/* The numbers of a flush under way, by the reply's keys. */
+static void
+progress_numbers (const struct engine_flush_progress *p,
+                  uint64_t v[CTL_FLUSH_NKEYS])
+{
+  v[CTL_FLUSH_KEY_forwarded] = p->forwarded;
+  v[CTL_FLUSH_KEY_forwarded_bytes] = p->forwarded_bytes;
+  v[CTL_FLUSH_KEY_total_bytes] = p->total_bytes;
+  v[CTL_FLUSH_KEY_elapsed_ms] = p->elapsed_ms;
+}
+
 static int
 send_progress (struct ctl_client *c, const struct engine_flush_progress *p)
 {
+  uint64_t v[CTL_FLUSH_NKEYS] = { 0 };
   FILE *fp = ctl_out_open (c);
 
   if (fp == NULL)
     return -1;
-  fprintf (fp, "{\"progress\":true,\"forwarded\":%" PRIu64
-           ",\"forwarded_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64
-           ",\"elapsed_ms\":%" PRIu64 "}\n", p->forwarded, p->forwarded_bytes,
-           p->total_bytes, p->elapsed_ms);
+  progress_numbers (p, v);
+  ctl_flush_write (fp, CTL_FLUSH_PROGRESS, v);
   return ctl_out_send (c);
 }
 
@@ -96,17 +107,17 @@ static int
 flush_done (struct ctl_client *c, const struct engine_flush_progress *p)
 {
   struct engine_stats st;
+  uint64_t v[CTL_FLUSH_NKEYS];
   FILE *fp = ctl_out_open (c);
 
   if (fp == NULL)
     return -1;
   engine_get_stats (c->s->e, &st);
-  fprintf (fp, "{\"ok\":true,\"flush\":\"done\",\"forwarded\":%" PRIu64
-           ",\"forwarded_bytes\":%" PRIu64 ",\"total_bytes\":%" PRIu64
-           ",\"elapsed_ms\":%" PRIu64 ",\"pending_extents\":%" PRIu64
-           ",\"pending_bytes\":%" PRIu64 ",\"subgranule_bytes\":%" PRIu64 "}\n",
-           p->forwarded, p->forwarded_bytes, p->total_bytes, p->elapsed_ms,
-           st.pending_extents, st.pending_bytes, st.subgranule_bytes);
+  progress_numbers (p, v);
+  v[CTL_FLUSH_KEY_pending_extents] = st.pending_extents;
+  v[CTL_FLUSH_KEY_pending_bytes] = st.pending_bytes;
+  v[CTL_FLUSH_KEY_subgranule_bytes] = st.subgranule_bytes;
+  ctl_flush_write (fp, CTL_FLUSH_DONE, v);
   return ctl_out_send (c);
 }
 
@@ -129,8 +140,8 @@ do_flush (struct ctl_client *c, const struct ctl_request *req)
   if (!req->wait) {
     if ((fp = ctl_out_open (c)) == NULL)
       return -1;
-    fprintf (fp, "{\"ok\":true,\"flush\":\"started\",\"total_bytes\":%"
-             PRIu64 "}\n", f.total_bytes);
+    ctl_flush_write (fp, CTL_FLUSH_STARTED, (const uint64_t[CTL_FLUSH_NKEYS])
+                     { [CTL_FLUSH_KEY_total_bytes] = f.total_bytes });
     return ctl_out_send (c);
   }
   while ((r = engine_flush_wait (c->s->e, &f, PROGRESS_INTERVAL_MS, &p)) == 0) {
@@ -266,9 +277,9 @@ do_set (struct ctl_client *c, const struct ctl_request *req)
     return -1;
   for (size_t i = 0; i < req->nset; i++) {
     fputs (i + 1 < req->nset ? "{\"set\":" : "{\"ok\":true,\"set\":", fp);
-    ctl_json_string (fp, req->keys[i]);
+    jf_write_string (fp, req->keys[i]);
     fputs (",\"value\":", fp);
-    ctl_json_string (fp, req->values[i]);
+    jf_write_string (fp, req->values[i]);
     fputs ("}\n", fp);
   }
   return ctl_out_send (c);

@@ -2,6 +2,7 @@
 /* discardcache: the control protocol's pure parts (see ctl-proto.h). */
 #include <config.h>
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,28 +215,36 @@ ctl_linebuf_next (struct ctl_linebuf *lb, char **line, size_t *len)
   return 1;
 }
 
+const char *const ctl_flush_keys[CTL_FLUSH_NKEYS] = {
+#define CTL_FLUSH_KEY_NAME(name, replies) #name,
+  CTL_FLUSH_KEYS (CTL_FLUSH_KEY_NAME)
+#undef CTL_FLUSH_KEY_NAME
+};
+
 void
-ctl_json_string (FILE *fp, const char *s)
+ctl_flush_write (FILE *fp, enum ctl_flush_reply reply,
+                 const uint64_t v[CTL_FLUSH_NKEYS])
 {
-  char esc[JF_ESCAPE_SIZE];
+  static const unsigned carried_by[CTL_FLUSH_NKEYS] = {
+#define CTL_FLUSH_KEY_REPLIES(name, replies) replies,
+    CTL_FLUSH_KEYS (CTL_FLUSH_KEY_REPLIES)
+#undef CTL_FLUSH_KEY_REPLIES
+  };
 
-  fputc ('"', fp);
-  for (; *s; s++) {
-    const char *escape = jf_escape (*s, esc);
-
-    if (escape)
-      fputs (escape, fp);
-    else
-      fputc (*s, fp);
-  }
-  fputc ('"', fp);
+  fputs (reply == CTL_FLUSH_PROGRESS ? "{\"progress\":true"
+         : reply == CTL_FLUSH_DONE ? "{\"ok\":true,\"flush\":\"done\""
+         : "{\"ok\":true,\"flush\":\"started\"", fp);
+  for (size_t k = 0; k < CTL_FLUSH_NKEYS; k++)
+    if (carried_by[k] & reply)
+      fprintf (fp, ",\"%s\":%" PRIu64, ctl_flush_keys[k], v[k]);
+  fputs ("}\n", fp);
 }
 
 void
 ctl_json_error (FILE *fp, const char *msg)
 {
   fputs ("{\"ok\":false,\"error\":", fp);
-  ctl_json_string (fp, msg);
+  jf_write_string (fp, msg);
   fputs ("}\n", fp);
 }
 

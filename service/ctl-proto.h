@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the control protocol's pure parts, shared by the server
  * (ctl.c) and discardctl, and fuzzed on their own: request lines, the
- * line assembler, JSON string quoting and the default socket directory.
+ * line assembler, the flush replies' keys, error replies and the default
+ * socket directory.
  *
  * The protocol (version 1).  The server greets each client with one line
  *   {"ok":true,"hello":"discardcache","protocol":1,...}
@@ -21,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CTL_PROTOCOL_VERSION 1
@@ -57,6 +59,44 @@ struct ctl_request {
   const char *values[CTL_SET_MAX];
 };
 
+/* A flush's replies, as ctl_flush_write starts each line. */
+enum ctl_flush_reply {
+  CTL_FLUSH_STARTED = 1,        /* {"ok":true,"flush":"started",...} */
+  CTL_FLUSH_PROGRESS = 2,       /* {"progress":true,...}: --progress */
+  CTL_FLUSH_DONE = 4,           /* {"ok":true,"flush":"done",...}: --wait */
+};
+#define CTL_FLUSH_WAITED (CTL_FLUSH_PROGRESS | CTL_FLUSH_DONE)
+
+/* The numbers of a flush's replies, one entry a key, in the order they
+ * are written: X (name, replies), name the JSON key, replies those that
+ * carry it.  The server writes them from this table and discardctl
+ * reads them by it, each naming a key as CTL_FLUSH_KEY_name: a misspelt
+ * key does not compile (typed by hand on each side, it read as 0).
+ */
+#define CTL_FLUSH_KEYS(X)                                               \
+  X (forwarded, CTL_FLUSH_WAITED)          /* discards since it began */ \
+  X (forwarded_bytes, CTL_FLUSH_WAITED)                                 \
+  X (total_bytes, CTL_FLUSH_STARTED | CTL_FLUSH_WAITED) /* to forward */ \
+  X (elapsed_ms, CTL_FLUSH_WAITED)                                      \
+  X (pending_extents, CTL_FLUSH_DONE)      /* what is left pending */   \
+  X (pending_bytes, CTL_FLUSH_DONE)                                     \
+  X (subgranule_bytes, CTL_FLUSH_DONE)
+
+enum ctl_flush_key {
+#define CTL_FLUSH_KEY_ENUM(name, replies) CTL_FLUSH_KEY_##name,
+  CTL_FLUSH_KEYS (CTL_FLUSH_KEY_ENUM)
+#undef CTL_FLUSH_KEY_ENUM
+  CTL_FLUSH_NKEYS
+};
+
+/* The JSON key of each. */
+extern const char *const ctl_flush_keys[CTL_FLUSH_NKEYS];
+
+/* Write the line of reply, with v's numbers for the keys it carries. */
+extern void ctl_flush_write (FILE *fp, enum ctl_flush_reply reply,
+                             const uint64_t v[CTL_FLUSH_NKEYS])
+  __attribute__ ((nonnull (1, 3)));
+
 /* Parse one request line of len bytes (no newline; a trailing "\r" is
  * ignored).  Tokens are split in place, so line must be writable and
  * have room for len + 1 bytes.  Returns 0, or -1 with a message for the
@@ -89,12 +129,6 @@ extern void ctl_linebuf_added (struct ctl_linebuf *lb, size_t n)
  */
 extern int ctl_linebuf_next (struct ctl_linebuf *lb, char **line, size_t *len)
   __attribute__ ((nonnull (1, 2, 3)));
-
-/* Write s as a JSON string, quotes included, escaped by jf_escape
- * (json-flat.h) as jf_quote does.
- */
-extern void ctl_json_string (FILE *fp, const char *s)
-  __attribute__ ((nonnull (1, 2)));
 
 /* Write an error reply line: {"ok":false,"error":"..."}. */
 extern void ctl_json_error (FILE *fp, const char *msg)

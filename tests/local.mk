@@ -1,26 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Test programs and scripts.  Each concern keeps its rules in its own
-# fragment; all of them run under automake's parallel test harness.
+# Test programs and scripts.  Each folder keeps its rules in its own
+# local.mk, beside the tests they build (tests/unit/ one fragment a
+# concern); all of them run under automake's parallel test harness.
 TEST_EXTENSIONS = .sh
 EXTRA_DIST += tests/functions.sh
 
-include tests/extmap.mk
-include tests/backend.mk
-include tests/engine.mk
-include tests/fuse.mk
-include tests/ctl.mk
-include tests/packaging.mk
-include tests/service.mk
-include tests/state.mk
-include tests/crash.mk
-include tests/pacing.mk
-include tests/stats.mk
-include tests/protect.mk
-include tests/small.mk
-include tests/thin.mk
-include tests/ceph.mk
-include tests/rbd-lib.mk
-include tests/fuzz.mk
+include tests/unit/local.mk
+include tests/e2e/local.mk
+include tests/packaging/local.mk
+include tests/ceph/local.mk
+include tests/fuzz/local.mk
 include tests/lint/local.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk

@@ -236,30 +236,41 @@ cmd_stats (const struct cmdline *cl)
   }
 }
 
+/* A flush reply's numbers, by the keys the server writes (0 where a
+ * reply has none).
+ */
+static void
+flush_numbers (const struct jf_object *o, uint64_t v[CTL_FLUSH_NKEYS])
+{
+  for (size_t k = 0; k < CTL_FLUSH_NKEYS; k++) {
+    v[k] = 0;
+    jf_u64 (o, ctl_flush_keys[k], &v[k]);
+  }
+}
+
 static int
 flush_summary (const struct cmdline *cl, struct ctl_conn *conn,
                const struct jf_object *o)
 {
-  uint64_t fwd = 0, bytes = 0, total = 0, ms = 0, pending = 0, sub = 0;
+  uint64_t v[CTL_FLUSH_NKEYS];
   char a[HUMAN_LEN], b[HUMAN_LEN], c[HUMAN_LEN], d[HUMAN_LEN];
 
   if (cl->json) {
     fputs (conn->raw, stdout);
     return EXIT_OK;
   }
-  jf_u64 (o, "total_bytes", &total);
+  flush_numbers (o, v);
   if (!cl->wait) {
-    printf ("flush: started, %s forwardable\n", human_size (total, a));
+    printf ("flush: started, %s forwardable\n",
+            human_size (v[CTL_FLUSH_KEY_total_bytes], a));
     return EXIT_OK;
   }
-  jf_u64 (o, "forwarded", &fwd);
-  jf_u64 (o, "forwarded_bytes", &bytes);
-  jf_u64 (o, "elapsed_ms", &ms);
-  jf_u64 (o, "pending_bytes", &pending);
-  jf_u64 (o, "subgranule_bytes", &sub);
   printf ("flush: done: %" PRIu64 " discards, %s in %s; still pending %s "
-          "(sub-granule %s)\n", fwd, human_size (bytes, a),
-          human_duration (ms, b), human_size (pending, c), human_size (sub, d));
+          "(sub-granule %s)\n", v[CTL_FLUSH_KEY_forwarded],
+          human_size (v[CTL_FLUSH_KEY_forwarded_bytes], a),
+          human_duration (v[CTL_FLUSH_KEY_elapsed_ms], b),
+          human_size (v[CTL_FLUSH_KEY_pending_bytes], c),
+          human_size (v[CTL_FLUSH_KEY_subgranule_bytes], d));
   return EXIT_OK;
 }
 
@@ -278,15 +289,15 @@ cmd_flush (const struct cmdline *cl, struct ctl_conn *conn)
     return r;
   progress_init (&prog, stdout);
   while ((r = ctl_conn_read (conn, &o)) == 0) {
-    uint64_t done = 0, total = 0, ms = 0;
+    uint64_t v[CTL_FLUSH_NKEYS];
 
-    jf_u64 (&o, "forwarded_bytes", &done);
-    jf_u64 (&o, "total_bytes", &total);
-    jf_u64 (&o, "elapsed_ms", &ms);
+    flush_numbers (&o, v);
     if (cl->json)
       fputs (conn->raw, stdout);
     else
-      progress_update (&prog, done, total, ms);
+      progress_update (&prog, v[CTL_FLUSH_KEY_forwarded_bytes],
+                       v[CTL_FLUSH_KEY_total_bytes],
+                       v[CTL_FLUSH_KEY_elapsed_ms]);
   }
   progress_end (&prog);
   if (r == -1)

@@ -32,12 +32,9 @@ set_size (const char *key, const char *value, uint64_t *out)
 
   if (parse_size (key, value, &n) == -1)
     return -1;
-  if (n == 0 || n > (UINT64_C (1) << 62)) {
-    dc_error ("%s=%s: invalid value: expected %s, more than 0 and at most "
-              "4E", key, value, PARSE_SIZE_FORMS);
-    errno = EINVAL;
-    return -1;
-  }
+  if (n == 0 || n > (UINT64_C (1) << 62))
+    return parse_invalid (key, value,
+                          PARSE_SIZE_FORMS ", more than 0 and at most 4E");
   *out = n;
   return 0;
 }
@@ -85,11 +82,9 @@ set_reserve (struct volume_config *cfg, const char *key, const char *value)
   return 0;
 
  bad:
-  dc_error ("%s=%s: invalid value: expected %s, or a percentage of the "
-            "exported size from 0%% to 100%% (up to two decimals), e.g. "
-            "64M or 1%%", key, value, PARSE_SIZE_FORMS);
-  errno = EINVAL;
-  return -1;
+  return parse_invalid (key, value, PARSE_SIZE_FORMS ", or a percentage of "
+                        "the exported size from 0% to 100% (up to two "
+                        "decimals), e.g. 64M or 1%");
 }
 
 int

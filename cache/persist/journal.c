@@ -9,12 +9,16 @@
 
 #include "arith.h"
 #include "crc32c.h"
+#include "file-header.h"
 #include "fileio.h"
 #include "journal.h"
 #include "le.h"
 #include "reclog.h"
 
-static const char magic[8] = "DCJOURN";   /* and its NUL */
+static const struct file_format format = {
+  .magic = "DCJOURN", .what = "journal",
+  .oldest = JOURNAL_VERSION, .version = JOURNAL_VERSION,
+};
 
 enum {
   OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12, OFF_CKLEN = 16,
@@ -32,9 +36,7 @@ journal_header_encode (const struct journal_header *h,
                        unsigned char out[JOURNAL_HEADER_SIZE])
 {
   memset (out, 0, JOURNAL_HEADER_SIZE);
-  memcpy (out + OFF_MAGIC, magic, sizeof magic);
-  put32 (out + OFF_VERSION, JOURNAL_VERSION);
-  put32 (out + OFF_HSIZE, JOURNAL_HEADER_SIZE);
+  file_prefix_put (out, &format, JOURNAL_HEADER_SIZE);
   put64 (out + OFF_CKLEN, h->checkpoint_len);
   put32 (out + OFF_CKCRC, h->checkpoint_crc);
   put32 (out + OFF_RSIZE, JOURNAL_RECORD_SIZE);
@@ -49,15 +51,14 @@ journal_header_decode (const void *image, size_t len, struct journal_header *h,
                        char *why, size_t whylen)
 {
   const unsigned char *p = image;
+  uint32_t version;
 
-  if (len < JOURNAL_HEADER_SIZE || memcmp (p, magic, sizeof magic) != 0)
-    return fileio_fail (why, whylen, "not a discardcache journal");
+  if (file_prefix_get (p, len, &format, &version, why, whylen) == -1)
+    return -1;
+  if (len < JOURNAL_HEADER_SIZE)
+    return fileio_fail (why, whylen, "its header is truncated");
   if (get32 (p + OFF_HCRC) != crc32c (0, p, OFF_HCRC))
     return fileio_fail (why, whylen, "its header is corrupt (checksum)");
-  if (get32 (p + OFF_VERSION) != JOURNAL_VERSION)
-    return fileio_fail (why, whylen,
-                        "format version %u, this discardcache reads %d",
-                        (unsigned) get32 (p + OFF_VERSION), JOURNAL_VERSION);
   if (get32 (p + OFF_HSIZE) != JOURNAL_HEADER_SIZE ||
       get32 (p + OFF_RSIZE) != JOURNAL_RECORD_SIZE ||
       get32 (p + OFF_HRESERVED) != 0)

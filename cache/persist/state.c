@@ -21,7 +21,10 @@
 #include "log.h"
 #include "state.h"
 
-static const char magic[8] = "DCSTATE";   /* and its NUL */
+static const struct file_format format = {
+  .magic = "DCSTATE", .what = "state file",
+  .oldest = 1, .version = STATE_VERSION,
+};
 
 /* Offsets of the header fields (see state.h). */
 enum {
@@ -143,9 +146,7 @@ put_header (unsigned char *img, const struct state_encoder *enc,
             size_t payload_len)
 {
   memset (img, 0, STATE_HEADER_SIZE);
-  memcpy (img + OFF_MAGIC, magic, sizeof magic);
-  put32 (img + OFF_VERSION, STATE_VERSION);
-  put32 (img + OFF_HSIZE, STATE_HEADER_SIZE);
+  file_prefix_put (img, &format, STATE_HEADER_SIZE);
   memcpy (img + OFF_KIND, id->kind, strnlen (id->kind, sizeof id->kind - 1));
   put64 (img + OFF_DEV, id->dev);
   put64 (img + OFF_INO, id->ino);
@@ -272,15 +273,8 @@ state_read_header (const void *image, size_t len, struct state_header *h,
   struct file_frame f;
   uint32_t version;
 
-  if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
-    return fileio_fail (why, whylen,
-                        "not a discardcache state file (bad magic)");
-  version = get32 (p + OFF_VERSION);
-  if (version != 1 && version != STATE_VERSION)
-    return fileio_fail (why, whylen,
-                        "format version %" PRIu32 ", this discardcache "
-                        "reads versions 1 and %d",
-                        version, STATE_VERSION);
+  if (file_prefix_get (p, len, &format, &version, why, whylen) == -1)
+    return -1;
   l.hsize = version == 1 ? STATE_V1_HEADER_SIZE : STATE_HEADER_SIZE;
   if (file_frame_check (p, len, &l, &f, why, whylen) == -1)
     return -1;

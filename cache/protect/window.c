@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "parse.h"
 #include "window.h"
 
 #define DAY_MINUTES 1440
@@ -65,9 +66,7 @@ window_parse (const char *key, const char *value, struct window_set *set)
   return 0;
 
  bad:
-  dc_error ("%s=%s: invalid value: expected %s", key, value, WINDOW_FORMS);
-  errno = EINVAL;
-  return -1;
+  return parse_invalid (key, value, WINDOW_FORMS);
 }
 
 /* Minutes from minute until window i opens: 0 inside it. */

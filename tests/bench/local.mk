@@ -37,3 +37,11 @@ bench_programs += tests/bench/bench-thin$(EXEEXT)
 CLEANFILES += tests/bench/bench-thin$(EXEEXT)
 tests_bench_bench_thin_SOURCES = tests/bench/bench-thin.c
 tests_bench_bench_thin_LDADD = libvolume.la libdclogstderr.la
+
+# The cost of proof of effect to the clients: `make bench` runs it and
+# writes its section of docs/benchmarks.md.
+.PHONY: bench-proof
+bench: bench-proof
+bench-proof: all
+	$(top_srcdir)/tests/bench/proof '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/proof

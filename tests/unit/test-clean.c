@@ -22,10 +22,9 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (4 * MiB)
 
 static struct mem_backend *mem;
@@ -34,17 +33,13 @@ static struct engine *e;
 static void
 open_engine (const char *const *keys)
 {
-  struct engine_config cfg;
+  static const char *const defaults[] = {
+    "delay", "1h",              /* only drains forward */
+    "idle", "0", NULL,
+  };
 
-  engine_config_init (&cfg);
-  cfg.delay_ms = 3600000;       /* only drains forward */
-  cfg.idle_ms = 0;
-  for (; keys && *keys; keys += 2)
-    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
   mem = mem_backend_new (DISK, 4 * KiB, 64 * MiB);
-  e = engine_open (&cfg, &mem->b);
-  assert_non_null (e);
-  engine_config_free (&cfg);
+  e = open_engine_on (mem, defaults, keys);
 }
 
 static int
@@ -53,21 +48,6 @@ teardown (void **state)
   engine_close (e);
   e = NULL;
   return 0;
-}
-
-static struct engine_stats
-stats (void)
-{
-  struct engine_stats st;
-
-  engine_get_stats (e, &st);
-  return st;
-}
-
-static unsigned
-calls (struct mem_discard *out)
-{
-  return mem_backend_calls (mem, out, MEM_MAX_CALLS);
 }
 
 static void
@@ -115,21 +95,21 @@ test_trim_over_clean_not_sent (void **state)
   open_engine (NULL);
   assert_false (engine_known_clean (e, 0, 64 * KiB));
   discard (0, 64 * KiB);
-  assert_int_equal (calls (c), 1);
-  assert_int_equal (stats ().clean_extents, 1);
-  assert_int_equal (stats ().clean_bytes, 64 * KiB);
-  assert_true (stats ().clean_memory_bytes > 0);
+  assert_int_equal (calls (mem, c), 1);
+  assert_int_equal (stats (e).clean_extents, 1);
+  assert_int_equal (stats (e).clean_bytes, 64 * KiB);
+  assert_true (stats (e).clean_memory_bytes > 0);
   /* Again, and a sub-granule piece of it: acknowledged, counted, not
    * recorded, not sent.
    */
   trim (0, 64 * KiB);
   trim (1000, 100);
-  assert_int_equal (stats ().pending_extents, 0);
-  assert_int_equal (stats ().already_clean_bytes, 64 * KiB + 100);
-  assert_int_equal (stats ().trims, 3);
+  assert_int_equal (stats (e).pending_extents, 0);
+  assert_int_equal (stats (e).already_clean_bytes, 64 * KiB + 100);
+  assert_int_equal (stats (e).trims, 3);
   drain ();
-  assert_int_equal (calls (c), 1);
-  assert_int_equal (stats ().forwarded_bytes, 64 * KiB);
+  assert_int_equal (calls (mem, c), 1);
+  assert_int_equal (stats (e).forwarded_bytes, 64 * KiB);
 }
 
 static void
@@ -142,17 +122,17 @@ test_partly_clean_records_the_rest (void **state)
   discard (256 * KiB, 64 * KiB);
   /* [0, 384K) over clean [64K, 128K) and [256K, 320K). */
   trim (0, 384 * KiB);
-  assert_int_equal (stats ().already_clean_bytes, 128 * KiB);
-  assert_int_equal (stats ().pending_bytes, 256 * KiB);
-  assert_int_equal (stats ().pending_extents, 3);
+  assert_int_equal (stats (e).already_clean_bytes, 128 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 256 * KiB);
+  assert_int_equal (stats (e).pending_extents, 3);
   drain ();
-  assert_int_equal (calls (c), 5);
+  assert_int_equal (calls (mem, c), 5);
   assert_call (&c[2], 128 * KiB, 128 * KiB);        /* largest first */
   assert_call (&c[3], 0, 64 * KiB);
   assert_call (&c[4], 320 * KiB, 64 * KiB);
   /* All of it is clean now, as one extent. */
   assert_true (engine_known_clean (e, 0, 384 * KiB));
-  assert_int_equal (stats ().clean_extents, 1);
+  assert_int_equal (stats (e).clean_extents, 1);
 }
 
 /* Invariant 1 with 9: a write inside a clean range makes its granule
@@ -171,12 +151,12 @@ test_write_makes_granules_dirty (void **state)
   assert_true (engine_known_clean (e, 0, 16 * KiB));
   assert_true (engine_known_clean (e, 20 * KiB, 44 * KiB));
   assert_false (engine_known_clean (e, 0, 64 * KiB));
-  assert_int_equal (stats ().clean_bytes, 60 * KiB);
+  assert_int_equal (stats (e).clean_bytes, 60 * KiB);
   trim (0, 64 * KiB);
-  assert_int_equal (stats ().already_clean_bytes, 60 * KiB);
-  assert_int_equal (stats ().pending_bytes, 4 * KiB);
+  assert_int_equal (stats (e).already_clean_bytes, 60 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 4 * KiB);
   drain ();
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
   assert_call (&c[1], 16 * KiB, 4 * KiB);       /* the whole granule */
   assert_true (mem->data[16 * KiB + 100] == 0);
   assert_true (engine_known_clean (e, 0, 64 * KiB));
@@ -193,23 +173,23 @@ test_fragments_stay_pending (void **state)
   open_engine (NULL);
   trim (1 * KiB, 8 * KiB);
   drain ();
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (mem, c), 1);
   assert_true (engine_known_clean (e, 4 * KiB, 4 * KiB));
   assert_false (engine_known_clean (e, 1 * KiB, 3 * KiB));
   assert_false (engine_known_clean (e, 8 * KiB, 1 * KiB));
-  assert_int_equal (stats ().clean_bytes, 4 * KiB);
+  assert_int_equal (stats (e).clean_bytes, 4 * KiB);
   /* The same TRIM again: the clean granule is counted, the fragments
    * merge with those still pending.
    */
   trim (1 * KiB, 8 * KiB);
-  assert_int_equal (stats ().already_clean_bytes, 4 * KiB);
-  assert_int_equal (stats ().pending_bytes, 4 * KiB);
-  assert_int_equal (stats ().subgranule_bytes, 4 * KiB);
+  assert_int_equal (stats (e).already_clean_bytes, 4 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 4 * KiB);
+  assert_int_equal (stats (e).subgranule_bytes, 4 * KiB);
   /* Neighbours complete the granules: those go out, and only those. */
   trim (0, 1 * KiB);
   trim (9 * KiB, 3 * KiB);
   drain ();
-  assert_int_equal (calls (c), 3);
+  assert_int_equal (calls (mem, c), 3);
   assert_true (engine_known_clean (e, 0, 12 * KiB));
 }
 
@@ -229,11 +209,11 @@ test_failed_and_partial_discards (void **state)
   mem->fail_skip = 2;
   /* One pick is one chunk here: two go out, the third fails. */
   assert_int_equal (engine_drain (e, NULL, NULL), -1);
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
   assert_true (engine_known_clean (e, 0, 128 * KiB));
   assert_false (engine_known_clean (e, 128 * KiB, 4 * KiB));
-  assert_int_equal (stats ().clean_bytes, 128 * KiB);
-  assert_int_equal (stats ().pending_bytes, 128 * KiB);
+  assert_int_equal (stats (e).clean_bytes, 128 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 128 * KiB);
   drain ();
   assert_true (engine_known_clean (e, 0, 256 * KiB));
 }
@@ -251,10 +231,10 @@ test_partial_multi_chunk (void **state)
   mem->fail_count = 1;
   mem->fail_skip = 2;
   assert_int_equal (engine_trim (e, 0, 256 * KiB, true), 0);
-  assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
+  assert_int_equal (stats (e).forwarded_bytes, 128 * KiB);
   assert_true (engine_known_clean (e, 0, 128 * KiB));
   assert_false (engine_known_clean (e, 128 * KiB, 128 * KiB));
-  assert_int_equal (stats ().pending_bytes, 128 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 128 * KiB);
 }
 
 /* A FUA TRIM asks for a durable effect: it goes out even over clean
@@ -267,13 +247,13 @@ test_fua_always_sent (void **state)
 
   open_engine (NULL);
   assert_int_equal (engine_trim (e, 1000, 9000, true), 0);
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (mem, c), 1);
   assert_call (&c[0], 1000, 9000);
   assert_true (engine_known_clean (e, 4 * KiB, 4 * KiB));
   assert_false (engine_known_clean (e, 1000, 100));
   assert_false (engine_known_clean (e, 8 * KiB, 4 * KiB));
   assert_int_equal (engine_trim (e, 4 * KiB, 4 * KiB, true), 0);
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
 }
 
 /* passthrough=true is the plain-proxy baseline: every TRIM goes out. */
@@ -286,10 +266,10 @@ test_passthrough_sends_every_trim (void **state)
   open_engine (keys);
   trim (0, 64 * KiB);
   trim (0, 64 * KiB);
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
   assert_false (engine_known_clean (e, 0, 64 * KiB));
-  assert_int_equal (stats ().max_clean_extents, 0);
-  assert_int_equal (stats ().already_clean_bytes, 0);
+  assert_int_equal (stats (e).max_clean_extents, 0);
+  assert_int_equal (stats (e).already_clean_bytes, 0);
 }
 
 static void
@@ -303,10 +283,10 @@ test_off_sends_every_trim (void **state)
   drain ();
   trim (0, 64 * KiB);
   drain ();
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
   assert_false (engine_known_clean (e, 0, 64 * KiB));
-  assert_int_equal (stats ().clean_extents, 0);
-  assert_int_equal (stats ().clean_memory_bytes, 0);
+  assert_int_equal (stats (e).clean_extents, 0);
+  assert_int_equal (stats (e).clean_memory_bytes, 0);
 }
 
 /* A zero that may trim, on a backend whose zero deallocates as its
@@ -325,10 +305,10 @@ test_zeroes (void **state)
   assert_int_equal (engine_zero (e, 8 * KiB, 4 * KiB, false, false, false), 0);
   assert_false (engine_known_clean (e, 8 * KiB, 4 * KiB));
   trim (4 * KiB, 8 * KiB);
-  assert_int_equal (stats ().pending_bytes, 4 * KiB);
-  assert_int_equal (stats ().already_clean_bytes, 4 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 4 * KiB);
+  assert_int_equal (stats (e).already_clean_bytes, 4 * KiB);
   drain ();
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (mem, c), 1);
   assert_call (&c[0], 8 * KiB, 4 * KiB);
   /* A backend whose zero does not say it unmaps: nothing is clean. */
   mem->b.limits.zero_unmaps = false;
@@ -367,9 +347,9 @@ test_write_racing_inflight_discard (void **state)
   trim (0, 64 * KiB);
   assert_int_equal (pthread_create (&t, NULL, drain_thread, NULL), 0);
   sleep_ms (100);
-  assert_int_equal (stats ().inflight, 1);
+  assert_int_equal (stats (e).inflight, 1);
   fill (8 * KiB, 4 * KiB, 0xcc);
-  assert_int_equal (stats ().write_waits, 1);
+  assert_int_equal (stats (e).write_waits, 1);
   pthread_join (t, NULL);
   assert_true (mem->data[8 * KiB] == 0xcc);
   assert_false (engine_known_clean (e, 8 * KiB, 4 * KiB));
@@ -378,7 +358,7 @@ test_write_racing_inflight_discard (void **state)
   mem->discard_delay_ms = 0;
   trim (0, 64 * KiB);
   drain ();
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
   assert_call (&c[1], 8 * KiB, 4 * KiB);
 }
 
@@ -394,19 +374,19 @@ test_bound_forgets_oldest (void **state)
   open_engine (keys);
   for (int i = 0; i < 6; i++)
     discard (i * 128 * KiB, 64 * KiB);
-  assert_int_equal (stats ().clean_extents, 4);
-  assert_int_equal (stats ().clean_forgotten_bytes, 128 * KiB);
+  assert_int_equal (stats (e).clean_extents, 4);
+  assert_int_equal (stats (e).clean_forgotten_bytes, 128 * KiB);
   assert_false (engine_known_clean (e, 0, 4 * KiB));
   assert_false (engine_known_clean (e, 128 * KiB, 4 * KiB));
   assert_true (engine_known_clean (e, 256 * KiB, 64 * KiB));
   trim (0, 64 * KiB);
   trim (640 * KiB, 64 * KiB);
   drain ();
-  assert_int_equal (calls (c), 7);
+  assert_int_equal (calls (mem, c), 7);
   assert_call (&c[6], 0, 64 * KiB);
   /* A write that splits an extent keeps the bound too. */
   fill (656 * KiB, 4 * KiB, 1);
-  assert_true (stats ().clean_extents <= 4);
+  assert_true (stats (e).clean_extents <= 4);
 }
 
 static void
@@ -421,11 +401,11 @@ test_forget_clean (void **state)
   engine_forget_clean (e, &extents, &bytes);
   assert_int_equal (extents, 2);
   assert_int_equal (bytes, 192 * KiB);
-  assert_int_equal (stats ().clean_extents, 0);
+  assert_int_equal (stats (e).clean_extents, 0);
   assert_false (engine_known_clean (e, 0, 4 * KiB));
   trim (0, 64 * KiB);
   drain ();
-  assert_int_equal (calls (c), 3);
+  assert_int_equal (calls (mem, c), 3);
   engine_forget_clean (e, NULL, NULL);
 }
 
@@ -443,10 +423,10 @@ test_whole_device (void **state)
   assert_int_equal (engine_drain (e, &commands, NULL), 0);
   assert_int_equal (commands, 4);
   assert_true (engine_known_clean (e, 0, DISK));
-  assert_int_equal (stats ().clean_extents, 1);
+  assert_int_equal (stats (e).clean_extents, 1);
   trim (0, DISK);
-  assert_int_equal (stats ().already_clean_bytes, DISK);
-  assert_int_equal (stats ().pending_extents, 0);
+  assert_int_equal (stats (e).already_clean_bytes, DISK);
+  assert_int_equal (stats (e).pending_extents, 0);
 }
 
 /* The query itself: all of the range, never an empty one. */

@@ -200,7 +200,7 @@ test_json_roundtrip (void **state)
   }
 }
 
-/* s as the control server quotes it (ctl_json_string), NUL-terminated. */
+/* s as the control server quotes it (jf_write_string), NUL-terminated. */
 static void
 ctl_quote (char *buf, size_t size, const char *s)
 {
@@ -208,15 +208,16 @@ ctl_quote (char *buf, size_t size, const char *s)
   long len;
 
   assert_non_null (fp);
-  ctl_json_string (fp, s);
+  jf_write_string (fp, s);
   len = ftell (fp);
   assert_int_equal (fclose (fp), 0);
   assert_true (len > 0 && (size_t) len < size);
   buf[len] = '\0';
 }
 
-/* The server's replies and jf_quote escape every byte alike (their one
- * rule, jf_escape): each alone, and all in one string.
+/* The server's replies and jf_quote escape every byte alike (jf_quote
+ * goes through jf_write_string): each alone, and all in one string;
+ * and jf_quote refuses a buffer one byte short.
  */
 static void
 test_json_quote_alike (void **state)
@@ -229,13 +230,66 @@ test_json_quote_alike (void **state)
     ctl_quote (ctl, sizeof ctl, s);
     assert_int_not_equal (jf_quote (jf, sizeof jf, s), -1);
     if (strcmp (ctl, jf) != 0)
-      fail_msg ("byte 0x%02x: ctl_json_string %s, jf_quote %s", c, ctl, jf);
+      fail_msg ("byte 0x%02x: jf_write_string %s, jf_quote %s", c, ctl, jf);
     all[c - 1] = (char) c;
   }
   all[255] = '\0';
   ctl_quote (ctl, sizeof ctl, all);
   assert_int_not_equal (jf_quote (jf, sizeof jf, all), -1);
   assert_string_equal (ctl, jf);
+  assert_int_equal (jf_quote (jf, 7, "a\nb"), 6);
+  assert_string_equal (jf, "\"a\\nb\"");
+  assert_int_equal (jf_quote (jf, 6, "a\nb"), -1);
+}
+
+/* A flush's replies as the protocol spells them: a key misspelt in the
+ * table (CTL_FLUSH_KEYS) fails here, and each number reads back by the
+ * table's keys, as discardctl reads it.
+ */
+static void
+test_flush_replies (void **state)
+{
+  static const struct {
+    enum ctl_flush_reply reply;
+    const char *line;
+  } replies[] = {
+    { CTL_FLUSH_STARTED,
+      "{\"ok\":true,\"flush\":\"started\",\"total_bytes\":3}\n" },
+    { CTL_FLUSH_PROGRESS,
+      "{\"progress\":true,\"forwarded\":1,\"forwarded_bytes\":2,"
+      "\"total_bytes\":3,\"elapsed_ms\":4}\n" },
+    { CTL_FLUSH_DONE,
+      "{\"ok\":true,\"flush\":\"done\",\"forwarded\":1,"
+      "\"forwarded_bytes\":2,\"total_bytes\":3,\"elapsed_ms\":4,"
+      "\"pending_extents\":5,\"pending_bytes\":6,\"subgranule_bytes\":7}\n" },
+  };
+  uint64_t v[CTL_FLUSH_NKEYS];
+
+  for (size_t k = 0; k < CTL_FLUSH_NKEYS; k++)
+    v[k] = k + 1;
+  for (size_t i = 0; i < sizeof replies / sizeof replies[0]; i++) {
+    char *buf = NULL;
+    size_t len = 0, found = 0;
+    FILE *fp = open_memstream (&buf, &len);
+    struct jf_object obj;
+
+    assert_non_null (fp);
+    ctl_flush_write (fp, replies[i].reply, v);
+    assert_int_equal (fclose (fp), 0);
+    assert_string_equal (buf, replies[i].line);
+    assert_int_equal (jf_parse (buf, &obj), 0);
+    for (size_t k = 0; k < CTL_FLUSH_NKEYS; k++) {
+      uint64_t got;
+
+      if (jf_u64 (&obj, ctl_flush_keys[k], &got)) {
+        assert_int_equal (got, v[k]);
+        found++;
+      }
+    }
+    assert_int_equal (found, obj.n - (replies[i].reply == CTL_FLUSH_PROGRESS
+                                      ? 1 : 2));
+    free (buf);
+  }
 }
 
 static void
@@ -363,6 +417,7 @@ main (void)
     cmocka_unit_test (test_linebuf),
     cmocka_unit_test (test_json_roundtrip),
     cmocka_unit_test (test_json_quote_alike),
+    cmocka_unit_test (test_flush_replies),
     cmocka_unit_test (test_json_flat),
     cmocka_unit_test (test_json_nested),
     cmocka_unit_test (test_json_flat_bad),

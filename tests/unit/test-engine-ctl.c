@@ -28,12 +28,11 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 #include "scratch.h"
 #include "service.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (4 * MiB)
 
 static char dir[64];
@@ -57,20 +56,12 @@ teardown (void **state)
 static struct engine *
 open_engine (struct mem_backend **memp, const char *const *keys)
 {
-  struct engine_config cfg;
+  static const char *const defaults[] = { "idle", "0", NULL };
   struct mem_backend *mem = mem_backend_new (DISK, 4 * KiB, 64 * MiB);
-  struct engine *e;
 
-  engine_config_init (&cfg);
-  cfg.idle_ms = 0;
-  for (; keys && *keys; keys += 2)
-    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
-  e = engine_open (&cfg, &mem->b);
-  engine_config_free (&cfg);
-  assert_non_null (e);
   if (memp)
     *memp = mem;
-  return e;
+  return open_engine_on (mem, defaults, keys);
 }
 
 /* A service over a new in-memory backend, with the keys given; NULL if
@@ -98,15 +89,6 @@ open_service (const char *const *keys)
 
   assert_non_null (s);
   return s;
-}
-
-static struct engine_stats
-stats (struct engine *e)
-{
-  struct engine_stats st;
-
-  engine_get_stats (e, &st);
-  return st;
 }
 
 /* Wait for flush f, at most 10 s. */
@@ -215,20 +197,13 @@ test_stats_do_not_walk (void **state)
   enum { EXTENTS = 100000, CALLS = 20 };
   static const char *const keys[] = { "delay", "1h", NULL };
   struct mem_backend *mem = mem_backend_new (2 * EXTENTS * 512, 512, 64 * MiB);
-  struct engine_config cfg;
-  struct engine *e;
+  struct engine *e = open_engine_on (mem, NULL, keys);
   struct engine_flush f;
   struct extent batch[512];
   uint64_t from = 0, t0, walk_ns, calls_ns;
   uint32_t now;
   size_t n;
 
-  engine_config_init (&cfg);
-  for (const char *const *k = keys; *k; k += 2)
-    assert_int_equal (engine_config_set (&cfg, k[0], k[1]), 0);
-  e = engine_open (&cfg, &mem->b);
-  engine_config_free (&cfg);
-  assert_non_null (e);
   for (uint64_t i = 0; i < EXTENTS; i++)
     assert_int_equal (engine_trim (e, i * 1024, 512, false), 0);
   assert_int_equal (stats (e).pending_extents, EXTENTS);

@@ -19,10 +19,9 @@
 
 #include "engine.h"
 #include "engine-test.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (4 * MiB)
 
 struct fixture {
@@ -36,17 +35,10 @@ static void
 open_engine (const char *const *keys, uint32_t granularity,
              uint64_t max_discard)
 {
-  struct engine_config cfg;
+  static const char *const defaults[] = { "delay", "0", "idle", "0", NULL };
 
-  engine_config_init (&cfg);
-  cfg.delay_ms = 0;
-  cfg.idle_ms = 0;
-  for (; keys && *keys; keys += 2)
-    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
   fx.mem = mem_backend_new (DISK, granularity, max_discard);
-  fx.e = engine_open (&cfg, &fx.mem->b);
-  assert_non_null (fx.e);
-  engine_config_free (&cfg);
+  fx.e = open_engine_on (fx.mem, defaults, keys);
 }
 
 static int
@@ -55,21 +47,6 @@ teardown (void **state)
   engine_close (fx.e);
   fx.e = NULL;
   return 0;
-}
-
-static struct engine_stats
-stats (void)
-{
-  struct engine_stats st;
-
-  engine_get_stats (fx.e, &st);
-  return st;
-}
-
-static unsigned
-calls (struct mem_discard *out)
-{
-  return mem_backend_calls (fx.mem, out, MEM_MAX_CALLS);
 }
 
 static void
@@ -101,27 +78,27 @@ test_write_cancels_middle (void **state)
   open_engine (NULL, 4 * KiB, 64 * MiB);
   fill (0, 64 * KiB, 0xaa);
   assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
-  assert_int_equal (stats ().pending_extents, 1);
+  assert_int_equal (stats (fx.e).pending_extents, 1);
   fill (16 * KiB, 4 * KiB, 0xbb);
-  assert_int_equal (stats ().cancelled_by_writes, 4 * KiB);
-  assert_int_equal (stats ().pending_extents, 2);
-  assert_int_equal (stats ().pending_bytes, 60 * KiB);
+  assert_int_equal (stats (fx.e).cancelled_by_writes, 4 * KiB);
+  assert_int_equal (stats (fx.e).pending_extents, 2);
+  assert_int_equal (stats (fx.e).pending_bytes, 60 * KiB);
   /* Pending ranges read as zeros (the backend still holds 0xaa). */
   assert_filled (0, 16 * KiB, 0);
   assert_filled (20 * KiB, 44 * KiB, 0);
   assert_true (fx.mem->data[0] == 0xaa);
 
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (fx.mem, c), 2);
   assert_int_equal (c[0].offset, 20 * KiB);       /* largest first */
   assert_int_equal (c[0].length, 44 * KiB);
   assert_int_equal (c[1].offset, 0);
   assert_int_equal (c[1].length, 16 * KiB);
   assert_filled (16 * KiB, 4 * KiB, 0xbb);
   assert_filled (0, 16 * KiB, 0);
-  assert_int_equal (stats ().forwarded, 2);
-  assert_int_equal (stats ().forwarded_bytes, 60 * KiB);
-  assert_int_equal (stats ().pending_extents, 0);
+  assert_int_equal (stats (fx.e).forwarded, 2);
+  assert_int_equal (stats (fx.e).forwarded_bytes, 60 * KiB);
+  assert_int_equal (stats (fx.e).pending_extents, 0);
 }
 
 static void
@@ -152,8 +129,8 @@ test_zero_cancels (void **state)
   open_engine (NULL, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_trim (fx.e, 0, 8 * KiB, false), 0);
   assert_int_equal (engine_zero (fx.e, 4 * KiB, 8 * KiB, false, false, false), 0);
-  assert_int_equal (stats ().cancelled_by_zeroes, 4 * KiB);
-  assert_int_equal (stats ().pending_bytes, 4 * KiB);
+  assert_int_equal (stats (fx.e).cancelled_by_zeroes, 4 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 4 * KiB);
 }
 
 static void
@@ -162,9 +139,9 @@ test_merge_counts (void **state)
   open_engine (NULL, 4 * KiB, 64 * MiB);
   for (int i = 0; i < 16; i++)
     assert_int_equal (engine_trim (fx.e, i * 4 * KiB, 4 * KiB, false), 0);
-  assert_int_equal (stats ().trims, 16);
-  assert_int_equal (stats ().merges, 15);
-  assert_int_equal (stats ().pending_extents, 1);
+  assert_int_equal (stats (fx.e).trims, 16);
+  assert_int_equal (stats (fx.e).merges, 15);
+  assert_int_equal (stats (fx.e).pending_extents, 1);
 }
 
 static void
@@ -175,18 +152,18 @@ test_alignment_keeps_fragments (void **state)
   open_engine (NULL, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_trim (fx.e, 1 * KiB, 8 * KiB, false), 0);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (fx.mem, c), 1);
   assert_int_equal (c[0].offset, 4 * KiB);
   assert_int_equal (c[0].length, 4 * KiB);
   /* The head [1K,4K) and tail [8K,9K) wait for their neighbours. */
-  assert_int_equal (stats ().pending_bytes, 4 * KiB);
-  assert_int_equal (stats ().subgranule_bytes, 4 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 4 * KiB);
+  assert_int_equal (stats (fx.e).subgranule_bytes, 4 * KiB);
   assert_int_equal (engine_trim (fx.e, 0, 1 * KiB, false), 0);
   assert_int_equal (engine_trim (fx.e, 9 * KiB, 3 * KiB, false), 0);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (calls (c), 3);
-  assert_int_equal (stats ().pending_bytes, 0);
-  assert_int_equal (stats ().forwarded_bytes, 12 * KiB);
+  assert_int_equal (calls (fx.mem, c), 3);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
+  assert_int_equal (stats (fx.e).forwarded_bytes, 12 * KiB);
 }
 
 /* The largest extent may hold no whole granule while a shorter one,
@@ -202,13 +179,13 @@ test_shorter_extent_holding_a_granule_goes (void **state)
   assert_int_equal (engine_trim (fx.e, 10 * KiB, 100 * KiB, false), 0);
   assert_int_equal (engine_trim (fx.e, 200 * KiB, 8 * KiB, false), 0);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (calls (c), 0);
+  assert_int_equal (calls (fx.mem, c), 0);
   assert_int_equal (engine_trim (fx.e, 256 * KiB, 64 * KiB, false), 0);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (fx.mem, c), 1);
   assert_int_equal (c[0].offset, 256 * KiB);
   assert_int_equal (c[0].length, 64 * KiB);
-  assert_int_equal (stats ().pending_bytes, 108 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 108 * KiB);
 }
 
 static void
@@ -220,7 +197,7 @@ test_granularity_key_coarsens (void **state)
   open_engine (keys, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_trim (fx.e, 4 * KiB, 200 * KiB, false), 0);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (fx.mem, c), 1);
   assert_int_equal (c[0].offset, 64 * KiB);
   assert_int_equal (c[0].length, 128 * KiB);
 }
@@ -228,12 +205,10 @@ test_granularity_key_coarsens (void **state)
 static void
 test_granularity_below_backend_refused (void **state)
 {
-  struct engine_config cfg;
+  static const char *const keys[] = { "granularity", "4k", NULL };
   struct mem_backend *m = mem_backend_new (DISK, 64 * KiB, 64 * MiB);
 
-  engine_config_init (&cfg);
-  assert_int_equal (engine_config_set (&cfg, "granularity", "4k"), 0);
-  assert_null (engine_open (&cfg, &m->b));
+  assert_null (try_open_engine_on (m, NULL, keys));
   assert_int_equal (errno, EINVAL);
 }
 
@@ -249,7 +224,7 @@ test_max_discard_splits (void **state)
   assert_int_equal (engine_drain (fx.e, &commands, &bytes), 0);
   assert_int_equal (commands, 4);
   assert_int_equal (bytes, 256 * KiB);
-  assert_int_equal (calls (c), 4);
+  assert_int_equal (calls (fx.mem, c), 4);
   for (int i = 0; i < 4; i++)
     assert_int_equal (c[i].length, 64 * KiB);
 }
@@ -270,7 +245,7 @@ wait_calls (unsigned n, unsigned timeout_ms)
   unsigned got = 0;
 
   for (unsigned t = 0;; t += 10) {
-    if ((got = calls (c)) >= n || t >= timeout_ms)
+    if ((got = calls (fx.mem, c)) >= n || t >= timeout_ms)
       return got;
     sleep_ms (10);
   }
@@ -285,7 +260,7 @@ wait_forwarded (uint64_t bytes, unsigned timeout_ms)
   uint64_t got;
 
   for (unsigned t = 0;; t += 10) {
-    if ((got = stats ().forwarded_bytes) >= bytes || t >= timeout_ms)
+    if ((got = stats (fx.e).forwarded_bytes) >= bytes || t >= timeout_ms)
       return got;
     sleep_ms (10);
   }
@@ -302,7 +277,7 @@ test_delay_holds_back (void **state)
   sleep_ms (150);
   assert_int_equal (wait_calls (1, 0), 0);
   assert_int_equal (wait_calls (1, 3000), 1);
-  assert_int_equal (stats ().pending_extents, 0);
+  assert_int_equal (stats (fx.e).pending_extents, 0);
 }
 
 static void
@@ -337,11 +312,11 @@ test_minlen_skips_short (void **state)
   assert_int_equal (engine_trim (fx.e, 1 * MiB, 128 * KiB, false), 0);
   assert_int_equal (wait_forwarded (128 * KiB, 3000), 128 * KiB);
   sleep_ms (200);
-  assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
-  assert_int_equal (stats ().pending_bytes, 8 * KiB);
+  assert_int_equal (stats (fx.e).forwarded_bytes, 128 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 8 * KiB);
   /* An explicit drain ignores minlen. */
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
 }
 
 static void
@@ -370,11 +345,11 @@ test_on_full_forward (void **state)
   open_engine (keys, 4 * KiB, 64 * MiB);
   for (int i = 0; i < 6; i++)
     assert_int_equal (engine_trim (fx.e, i * 64 * KiB, 4 * KiB, false), 0);
-  assert_int_equal (stats ().pending_extents, 4);
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (stats (fx.e).pending_extents, 4);
+  assert_int_equal (calls (fx.mem, c), 2);
   assert_int_equal (c[0].offset, 0);             /* oldest first */
   assert_int_equal (c[1].offset, 64 * KiB);
-  assert_int_equal (stats ().dropped, 0);
+  assert_int_equal (stats (fx.e).dropped, 0);
 }
 
 static void
@@ -388,10 +363,10 @@ test_on_full_drop (void **state)
   open_engine (keys, 4 * KiB, 64 * MiB);
   for (int i = 0; i < 6; i++)
     assert_int_equal (engine_trim (fx.e, i * 64 * KiB, 4 * KiB, false), 0);
-  assert_int_equal (stats ().pending_extents, 4);
-  assert_int_equal (calls (c), 0);
-  assert_int_equal (stats ().dropped, 2);
-  assert_int_equal (stats ().dropped_full_bytes, 8 * KiB);
+  assert_int_equal (stats (fx.e).pending_extents, 4);
+  assert_int_equal (calls (fx.mem, c), 0);
+  assert_int_equal (stats (fx.e).dropped, 2);
+  assert_int_equal (stats (fx.e).dropped_full_bytes, 8 * KiB);
 }
 
 static void
@@ -403,11 +378,11 @@ test_fua_trim_forwards_at_once (void **state)
   open_engine (keys, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
   assert_int_equal (engine_trim (fx.e, 32 * KiB, 64 * KiB, true), 0);
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (fx.mem, c), 1);
   assert_int_equal (c[0].offset, 32 * KiB);
   assert_int_equal (c[0].length, 64 * KiB);
   assert_true (c[0].fua);
-  assert_int_equal (stats ().pending_bytes, 32 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 32 * KiB);
 }
 
 static void
@@ -418,10 +393,10 @@ test_passthrough (void **state)
 
   open_engine (keys, 4 * KiB, 64 * MiB);
   assert_int_equal (engine_trim (fx.e, 512, 1024, false), 0);
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (fx.mem, c), 1);
   assert_int_equal (c[0].offset, 512);
   assert_int_equal (c[0].length, 1024);
-  assert_int_equal (stats ().pending_extents, 0);
+  assert_int_equal (stats (fx.e).pending_extents, 0);
   fx.mem->fail_errno = EIO;
   fx.mem->fail_count = 1;
   assert_int_equal (engine_trim (fx.e, 0, 4096, false), -1);
@@ -443,12 +418,12 @@ test_transient_error_keeps_pending (void **state)
 {
   pending_then_failing (NULL, EIO, 1);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
-  assert_int_equal (stats ().pending_bytes, 64 * KiB);
-  assert_int_equal (stats ().forward_errors, 1);
-  assert_int_equal (stats ().last_error, EIO);
+  assert_int_equal (stats (fx.e).pending_bytes, 64 * KiB);
+  assert_int_equal (stats (fx.e).forward_errors, 1);
+  assert_int_equal (stats (fx.e).last_error, EIO);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_int_equal (stats ().pending_bytes, 0);
-  assert_int_equal (stats ().forwarded_bytes, 64 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
+  assert_int_equal (stats (fx.e).forwarded_bytes, 64 * KiB);
 }
 
 static void
@@ -460,8 +435,8 @@ test_flusher_retries_after_error (void **state)
   assert_int_equal (engine_start (fx.e), 0);
   assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
   assert_int_equal (wait_calls (1, 5000), 1);
-  assert_int_equal (stats ().forward_errors, 2);
-  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats (fx.e).forward_errors, 2);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
 }
 
 /* At stop, a discard that fails now and then is sent again after the
@@ -474,21 +449,10 @@ test_stop_retries_after_error (void **state)
   pending_then_failing (NULL, EIO, 3);
   assert_int_equal (engine_trim (fx.e, 1 * MiB, 64 * KiB, false), 0);
   engine_stop (fx.e, 10000);
-  assert_int_equal (stats ().forward_errors, 3);
-  assert_int_equal (stats ().pending_bytes, 0);
-  assert_int_equal (stats ().forwarded_bytes, 128 * KiB);
+  assert_int_equal (stats (fx.e).forward_errors, 3);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
+  assert_int_equal (stats (fx.e).forwarded_bytes, 128 * KiB);
 }
-
-/* A virtual clock, in nanoseconds, that moves only when told to. */
-static uint64_t virtual_ns;
-
-static uint64_t
-virtual_clock (void *opaque)
-{
-  return virtual_ns;
-}
-
-#define VMS(ms) ((uint64_t) (ms) * 1000000)
 
 /* While the discard is in flight (the engine lock is down), time passes
  * the rebase point and a trim elsewhere takes the ticks: they are
@@ -497,7 +461,7 @@ virtual_clock (void *opaque)
 static void
 rebase_during_discard (void *opaque)
 {
-  virtual_ns += VMS (20);
+  clock_ns += MS (20);
   fx.mem->on_discard = NULL;
   assert_int_equal (engine_trim (fx.e, 2 * MiB, 4 * KiB, false), 0);
 }
@@ -513,10 +477,9 @@ test_failed_discard_across_rebase (void **state)
   uint32_t now;
 
   open_engine (NULL, 4 * KiB, 64 * MiB);
-  virtual_ns = VMS (1000);
-  engine_test_set_clock (fx.e, virtual_clock, NULL);
+  use_virtual_clock (fx.e);
   /* Ticks are rebased at 2^31 ms. */
-  virtual_ns += VMS ((UINT64_C (1) << 31) - 10);
+  clock_ns += MS ((UINT64_C (1) << 31) - 10);
   assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
   fx.mem->fail_errno = EIO;
   fx.mem->fail_count = 1;
@@ -551,9 +514,9 @@ test_minlen_no_further_input (void **state)
   assert_int_equal (wait_calls (1, 0), 0);
   assert_int_equal (wait_forwarded (128 * KiB, 3000), 128 * KiB);
   /* In one command or a few (the pacing probes small ones first). */
-  assert_true (calls (c) >= 1);
+  assert_true (calls (fx.mem, c) >= 1);
   assert_int_equal (c[0].offset, 1 * MiB);
-  assert_int_equal (stats ().pending_bytes, 8 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 8 * KiB);
 }
 
 /* EINVAL: the store refuses the request as such; retrying cannot help,
@@ -564,11 +527,11 @@ test_einval_drops (void **state)
 {
   pending_then_failing (NULL, EINVAL, 1);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), -1);
-  assert_int_equal (stats ().pending_bytes, 0);
-  assert_int_equal (stats ().forward_errors, 1);
-  assert_int_equal (stats ().last_error, EINVAL);
-  assert_int_equal (stats ().dropped_error_bytes, 64 * KiB);
-  assert_true (stats ().discard_supported);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
+  assert_int_equal (stats (fx.e).forward_errors, 1);
+  assert_int_equal (stats (fx.e).last_error, EINVAL);
+  assert_int_equal (stats (fx.e).dropped_error_bytes, 64 * KiB);
+  assert_true (stats (fx.e).discard_supported);
 }
 
 /* flush-discards: a failing discard stays pending but does not fail the
@@ -581,10 +544,10 @@ test_flush_discards_error_not_fatal (void **state)
 
   pending_then_failing (keys, EIO, 1);
   assert_int_equal (engine_flush (fx.e), 0);
-  assert_int_equal (stats ().forward_errors, 1);
-  assert_int_equal (stats ().pending_bytes, 64 * KiB);
+  assert_int_equal (stats (fx.e).forward_errors, 1);
+  assert_int_equal (stats (fx.e).pending_bytes, 64 * KiB);
   assert_int_equal (engine_flush (fx.e), 0);
-  assert_int_equal (stats ().pending_bytes, 0);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
 }
 
 static void
@@ -592,11 +555,11 @@ test_unsupported_turns_off (void **state)
 {
   pending_then_failing (NULL, EOPNOTSUPP, 1);
   assert_int_equal (engine_drain (fx.e, NULL, NULL), 0);
-  assert_false (stats ().discard_supported);
-  assert_int_equal (stats ().pending_bytes, 0);
-  assert_int_equal (stats ().dropped_unsupported_bytes, 64 * KiB);
+  assert_false (stats (fx.e).discard_supported);
+  assert_int_equal (stats (fx.e).pending_bytes, 0);
+  assert_int_equal (stats (fx.e).dropped_unsupported_bytes, 64 * KiB);
   assert_int_equal (engine_trim (fx.e, 0, 4 * KiB, false), 0);
-  assert_int_equal (stats ().dropped_unsupported_bytes, 68 * KiB);
+  assert_int_equal (stats (fx.e).dropped_unsupported_bytes, 68 * KiB);
 }
 
 static void
@@ -629,7 +592,7 @@ test_out_of_range_refused (void **state)
   assert_int_equal (engine_trim (fx.e, DISK - 4096, 8192, false), -1);
   assert_int_equal (errno, EINVAL);
   assert_int_equal (engine_trim (fx.e, UINT64_MAX - 10, 4096, false), -1);
-  assert_int_equal (stats ().trims, 0);
+  assert_int_equal (stats (fx.e).trims, 0);
 }
 
 /* The race of invariant 1: a write arriving while a discard of the same
@@ -653,12 +616,12 @@ test_write_waits_for_inflight (void **state)
   assert_int_equal (engine_trim (fx.e, 0, 64 * KiB, false), 0);
   assert_int_equal (pthread_create (&t, NULL, drain_thread, NULL), 0);
   sleep_ms (100);
-  assert_int_equal (stats ().inflight, 1);
+  assert_int_equal (stats (fx.e).inflight, 1);
   /* In flight, the backend still holds 0x55; the read says zeros. */
   assert_true (fx.mem->data[16 * KiB] == 0x55);
   assert_filled (16 * KiB, 4 * KiB, 0);
   fill (8 * KiB, 4 * KiB, 0xcc);
-  assert_int_equal (stats ().write_waits, 1);
+  assert_int_equal (stats (fx.e).write_waits, 1);
   pthread_join (t, NULL);
   assert_filled (8 * KiB, 4 * KiB, 0xcc);
   assert_filled (0, 8 * KiB, 0);

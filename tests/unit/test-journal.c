@@ -28,12 +28,11 @@
 
 #include "engine.h"
 #include "engine-test.h"
+#include "engine-util.h"
 #include "journal.h"
 #include "mem-backend.h"
 #include "scratch.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (4 * MiB)
 #define GRAN 4096
 #define STEPS 40
@@ -65,23 +64,17 @@ teardown (void **state)
  * compared.
  */
 static struct engine *
-open_engine_on (struct mem_backend *mem)
+open_journaled (struct mem_backend *mem)
 {
-  struct engine_config cfg;
-  struct engine *e;
+  const char *const defaults[] = { "delay", "1h", "state", path, NULL };
 
-  engine_config_init (&cfg);
-  cfg.delay_ms = 3600000;
-  assert_int_equal (engine_config_set (&cfg, "state", path), 0);
-  e = engine_open (&cfg, &mem->b);
-  engine_config_free (&cfg);
-  return e;
+  return try_open_engine_on (mem, defaults, NULL);
 }
 
 static struct engine *
 open_engine (void)
 {
-  return open_engine_on (mem_backend_new (disk, GRAN, 64 * MiB));
+  return open_journaled (mem_backend_new (disk, GRAN, 64 * MiB));
 }
 
 /* The pending set as a string of "offset+length " items. */
@@ -298,7 +291,7 @@ test_kick_during_write_out (void **unused)
   disk = 4 * DISK;                /* room for the hook's trims */
   mem = mem_backend_new (disk, GRAN, 64 * MiB);
   mem->ops.flush_covers = flush_covers_journal;
-  k.e = open_engine_on (mem);
+  k.e = open_journaled (mem);
   assert_non_null (k.e);
   engine_test_set_journal_hook (k.e, append_during_write_out, &k);
   assert_int_equal (engine_start (k.e), 0);
@@ -374,11 +367,43 @@ test_replay_every_byte (void **unused)
   }
 }
 
+/* The header's prefix (common/file-header.c): another file, or a
+ * version this build does not read, is refused before its checksum is
+ * looked at, with the one message every format gives.
+ */
+static void
+test_header_refused (void **unused)
+{
+  struct journal_header h = { .first_seq = 1, .granularity = GRAN };
+  unsigned char img[JOURNAL_HEADER_SIZE];
+  struct journal_header got;
+  char why[128];
+
+  journal_header_encode (&h, img);
+  img[8] = JOURNAL_VERSION + 1;
+  assert_int_equal (journal_header_decode (img, sizeof img, &got, why,
+                                           sizeof why), -1);
+  assert_string_equal (why, "format version 2, this discardcache reads "
+                       "version 1");
+  img[8] = JOURNAL_VERSION;
+  img[0] = 'X';
+  assert_int_equal (journal_header_decode (img, sizeof img, &got, why,
+                                           sizeof why), -1);
+  assert_string_equal (why, "not a discardcache journal");
+  img[0] = 'D';
+  assert_int_equal (journal_header_decode (img, sizeof img - 1, &got, why,
+                                           sizeof why), -1);
+  assert_string_equal (why, "its header is truncated");
+  assert_int_equal (journal_header_decode (img, sizeof img, &got, why,
+                                           sizeof why), 0);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_replay_every_byte),
+    cmocka_unit_test (test_header_refused),
     cmocka_unit_test_setup_teardown (test_power_loss, setup, teardown),
     cmocka_unit_test_setup_teardown (test_kick_during_write_out, setup,
                                      teardown),

@@ -39,13 +39,11 @@
 #include "arith.h"
 #include "engine.h"
 #include "engine-test.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 #include "splitmix.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (16 * MiB)
-#define MS(ms) ((uint64_t) (ms) * 1000000)
 /* The flusher's poll while clients are busy, and pacing's least quiet. */
 #define PACING_STEP_MS 20
 /* Backoff after failures: 10 ms, doubling (cache/engine-forward.c). */
@@ -53,14 +51,7 @@
 #define MAX_FAILURES 3
 
 static uint64_t rng;
-static uint64_t clock_ns;
 static unsigned auto_holding;       /* scenarios where small=auto held */
-
-static uint64_t
-virtual_clock (void *opaque)
-{
-  return clock_ns;
-}
 
 static uint64_t
 below (uint64_t n)
@@ -153,8 +144,7 @@ open_scenario (struct scenario *sc, struct mem_backend **memp)
   e = engine_open (&cfg, &mem->b);
   engine_config_free (&cfg);
   assert_non_null (e);
-  clock_ns = MS (1000);
-  engine_test_set_clock (e, virtual_clock, NULL);
+  use_virtual_clock (e);
   mem->on_discard = discard_takes_time;
   mem->on_discard_opaque = sc;
   *memp = mem;

@@ -173,6 +173,42 @@ test_config_keys (void **state)
   engine_config_free (&cfg);
 }
 
+/* small=: auto, off (or 0) and a size are three settings; a refused
+ * value leaves the one in force.
+ */
+static void
+test_small_key (void **state)
+{
+  struct engine_config cfg;
+
+  engine_config_init (&cfg);
+  assert_true (cfg.small_auto);
+  assert_int_equal (engine_config_set (&cfg, "small", "64k"), 0);
+  assert_false (cfg.small_auto);
+  assert_int_equal (cfg.small, 65536);
+  assert_int_equal (engine_config_set (&cfg, "small", "auto"), 0);
+  assert_true (cfg.small_auto);
+  assert_int_equal (cfg.small, 0);
+  assert_int_equal (engine_config_set (&cfg, "small", "off"), 0);
+  assert_false (cfg.small_auto);
+  assert_int_equal (cfg.small, 0);
+  assert_int_equal (engine_config_set (&cfg, "small", "32k"), 0);
+  assert_int_equal (engine_config_set (&cfg, "small", "0"), 0);
+  assert_false (cfg.small_auto);
+  assert_int_equal (cfg.small, 0);
+  assert_int_equal (engine_config_set (&cfg, "small", "16k"), 0);
+  for (const char *const *v = (const char *const[]) { "Auto", "some", "-1",
+                                                      "12x", "", NULL };
+       *v != NULL; v++) {
+    errno = 0;
+    assert_int_equal (engine_config_set (&cfg, "small", *v), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_false (cfg.small_auto);
+    assert_int_equal (cfg.small, 16384);
+  }
+  engine_config_free (&cfg);
+}
+
 /* The service takes every layer's keys, and checks them together. */
 static void
 test_service_keys (void **state)
@@ -210,6 +246,7 @@ main (void)
     cmocka_unit_test (test_bool),
     cmocka_unit_test (test_scaled_count),
     cmocka_unit_test (test_config_keys),
+    cmocka_unit_test (test_small_key),
     cmocka_unit_test (test_service_keys),
   };
 

@@ -24,12 +24,9 @@
 #include "breaker.h"
 #include "engine.h"
 #include "engine-test.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 #include "window.h"
-
-#define MS(x) ((uint64_t) (x) * 1000000)
-#define KiB 1024
-#define MiB (1024 * 1024)
 
 static const struct breaker_config cfg = {
   .errors = 3, .latency_ms = 100, .window_ms = 1000, .backoff_ms = 1000,
@@ -180,39 +177,24 @@ test_window_until (void **state)
   assert_int_equal (window_ms_until_open (&w, &tm), 5 * 3600000 - 30000);
 }
 
-/* The engine on a virtual clock. */
-static uint64_t clock_ns;
-
-static uint64_t
-virtual_clock (void *opaque)
-{
-  return clock_ns;
-}
-
 /* With extents, the in-memory backend reports its zero blocks as holes
- * (what a discard there leaves): proof of effect can ask it.
+ * (what a discard there leaves): proof of effect can ask it.  The
+ * engine runs on the virtual clock.
  */
 static struct engine *
 open_engine_with (struct mem_backend **mem, const char *const *keys,
                   bool extents)
 {
-  struct engine_config c;
+  static const char *const defaults[] = {
+    "delay", "0", "idle", "0", "budget", "off", NULL,
+  };
   struct engine *e;
 
-  engine_config_init (&c);
-  c.delay_ms = 0;
-  c.idle_ms = 0;
-  c.budget_ms = 0;
-  for (; *keys; keys += 2)
-    assert_int_equal (engine_config_set (&c, keys[0], keys[1]), 0);
   *mem = mem_backend_new (4 * MiB, 4 * KiB, 64 * MiB);
   if (extents)
     mem_backend_enable_extents (*mem);
-  e = engine_open (&c, &(*mem)->b);
-  assert_non_null (e);
-  engine_config_free (&c);
-  clock_ns = MS (1000);
-  engine_test_set_clock (e, virtual_clock, NULL);
+  e = open_engine_on (*mem, defaults, keys);
+  use_virtual_clock (e);
   return e;
 }
 
@@ -220,15 +202,6 @@ static struct engine *
 open_engine (struct mem_backend **mem, const char *const *keys)
 {
   return open_engine_with (mem, keys, false);
-}
-
-static struct engine_stats
-stats (struct engine *e)
-{
-  struct engine_stats st;
-
-  engine_get_stats (e, &st);
-  return st;
 }
 
 /* Step the flusher, the clock following its backoffs, until the

@@ -19,24 +19,15 @@
 
 #include "engine.h"
 #include "engine-test.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 #include "small.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (64 * MiB)
-#define MS(ms) ((uint64_t) (ms) * 1000000)
 #define DISCARD_MS 5
 
-static uint64_t clock_ns;
 static struct mem_backend *mem;
 static struct engine *e;
-
-static uint64_t
-virtual_clock (void *opaque)
-{
-  return clock_ns;
-}
 
 /* The device model of issue 23: 5 ms a discard, whatever its size. */
 static void
@@ -48,20 +39,13 @@ discard_takes_time (void *opaque)
 static void
 open_engine (const char *const *keys)
 {
-  struct engine_config cfg;
+  static const char *const defaults[] = {
+    "delay", "0", "idle", "0", "budget", "off", NULL,
+  };
 
-  engine_config_init (&cfg);
-  assert_int_equal (engine_config_set (&cfg, "delay", "0"), 0);
-  assert_int_equal (engine_config_set (&cfg, "idle", "0"), 0);
-  assert_int_equal (engine_config_set (&cfg, "budget", "off"), 0);
-  for (; keys && *keys; keys += 2)
-    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
   mem = mem_backend_new (DISK, 4 * KiB, 64 * MiB);
-  e = engine_open (&cfg, &mem->b);
-  assert_non_null (e);
-  engine_config_free (&cfg);
-  clock_ns = MS (1000);
-  engine_test_set_clock (e, virtual_clock, NULL);
+  e = open_engine_on (mem, defaults, keys);
+  use_virtual_clock (e);
   mem->on_discard = discard_takes_time;
 }
 
@@ -73,21 +57,6 @@ teardown (void **state)
   return 0;
 }
 
-static struct engine_stats
-stats (void)
-{
-  struct engine_stats st;
-
-  engine_get_stats (e, &st);
-  return st;
-}
-
-static unsigned
-calls (struct mem_discard *out)
-{
-  return mem_backend_calls (mem, out, MEM_MAX_CALLS);
-}
-
 /* Step the flusher as its thread would until it says only input can
  * give it work; fails on a turn that asks to run again at once having
  * done nothing (a spin).
@@ -96,11 +65,11 @@ static void
 settle (void)
 {
   for (unsigned turns = 0; turns < 100000; turns++) {
-    uint64_t before = stats ().forwarded, at = engine_flusher_step (e);
+    uint64_t before = stats (e).forwarded, at = engine_flusher_step (e);
 
     if (at == ENGINE_FLUSHER_IDLE)
       return;
-    if (at <= clock_ns && stats ().forwarded == before)
+    if (at <= clock_ns && stats (e).forwarded == before)
       fail_msg ("the flusher spins: it asked to run again at once "
                 "without forwarding");
     if (at > clock_ns)
@@ -166,28 +135,28 @@ test_hold_until_merge_or_flush (void **state)
   struct mem_discard c[MEM_MAX_CALLS];
 
   open_engine (keys);
-  assert_int_equal (stats ().small_len, 64 * KiB);
+  assert_int_equal (stats (e).small_len, 64 * KiB);
   trim (0, 16 * KiB);
   trim (1 * MiB, 128 * KiB);
   settle ();
-  assert_int_equal (calls (c), 1);
+  assert_int_equal (calls (mem, c), 1);
   assert_int_equal (c[0].offset, 1 * MiB);
-  assert_int_equal (stats ().pending_bytes, 16 * KiB);
+  assert_int_equal (stats (e).pending_bytes, 16 * KiB);
 
   trim (16 * KiB, 48 * KiB);          /* now [0, 64k): not small */
   settle ();
-  assert_int_equal (calls (c), 2);
+  assert_int_equal (calls (mem, c), 2);
   assert_int_equal (c[1].offset, 0);
   assert_int_equal (c[1].length, 64 * KiB);
 
   trim (4 * MiB, 8 * KiB);
   trim (8 * MiB, 60 * KiB);
   settle ();
-  assert_int_equal (calls (c), 2);
-  assert_int_equal (stats ().pending_extents, 2);
+  assert_int_equal (calls (mem, c), 2);
+  assert_int_equal (stats (e).pending_extents, 2);
   explicit_flush ();
-  assert_int_equal (calls (c), 4);
-  assert_int_equal (stats ().pending_extents, 0);
+  assert_int_equal (calls (mem, c), 4);
+  assert_int_equal (stats (e).pending_extents, 0);
   assert_int_equal (engine_drain (e, NULL, NULL), 0);
 }
 
@@ -201,13 +170,13 @@ test_auto_learns_from_the_device (void **state)
   for (unsigned i = 0; i < SMALL_AUTO_MIN_SAMPLES; i++)
     trim (i * MiB, 4 * KiB * (i + 1));
   settle ();
-  assert_int_equal (stats ().forwarded, SMALL_AUTO_MIN_SAMPLES);
-  assert_int_equal (stats ().small_len, SMALL_AUTO_MAX);
+  assert_int_equal (stats (e).forwarded, SMALL_AUTO_MIN_SAMPLES);
+  assert_int_equal (stats (e).small_len, SMALL_AUTO_MAX);
   trim (32 * MiB, 16 * KiB);
   trim (40 * MiB, 256 * KiB);
   settle ();
-  assert_int_equal (stats ().forwarded, SMALL_AUTO_MIN_SAMPLES + 1);
-  assert_int_equal (stats ().pending_bytes, 16 * KiB);
+  assert_int_equal (stats (e).forwarded, SMALL_AUTO_MIN_SAMPLES + 1);
+  assert_int_equal (stats (e).pending_bytes, 16 * KiB);
 }
 
 /* small=off, stop-timeout's job alone: 1,000 extents of 32 KiB at 5 ms
@@ -227,7 +196,7 @@ test_stop_keeps_its_deadline (void **state)
   /* The one larger extent goes first. */
   start = clock_ns;
   engine_stop (e, 100);
-  st = stats ();
+  st = stats (e);
   if (clock_ns - start > MS (100 + DISCARD_MS))
     fail_msg ("the stop took %.3f s of the device's time, bound 0.1 s",
               (clock_ns - start) / 1e9);
@@ -258,7 +227,7 @@ test_stop_leaves_held_extents_counted (void **state)
   }
   trim (20 * MiB + 1024, 1024);        /* a fragment */
   engine_stop (e, 60000);
-  st = stats ();
+  st = stats (e);
   assert_int_equal (st.forwarded, 10);
   assert_int_equal (st.dropped_small_bytes, 10 * 16 * KiB);
   assert_int_equal (st.dropped_stop_bytes, 0);
@@ -292,7 +261,7 @@ test_join_only_across_clean (void **state)
   trim (64 * KiB, 64 * KiB);
   trim (512 * KiB, 64 * KiB);
   assert_int_equal (engine_drain (e, NULL, NULL), 0);
-  n = calls (c);
+  n = calls (mem, c);
   /* [540k, 544k) written since: no longer clean. */
   memset (data, 0x5a, sizeof data);
   assert_int_equal (engine_pwrite (e, data, sizeof data, 540 * KiB, false),
@@ -302,14 +271,14 @@ test_join_only_across_clean (void **state)
   trim (496 * KiB, 16 * KiB);
   trim (576 * KiB, 16 * KiB);
   explicit_flush ();
-  assert_int_equal (calls (c), n + 3);
+  assert_int_equal (calls (mem, c), n + 3);
   assert_int_equal (c[n].offset, 32 * KiB);
   assert_int_equal (c[n].length, 112 * KiB);
   assert_int_equal (c[n + 1].offset, 496 * KiB);
   assert_int_equal (c[n + 1].length, 16 * KiB);
-  assert_int_equal (stats ().joins, 1);
-  assert_int_equal (stats ().joined_clean_bytes, 64 * KiB);
-  assert_int_equal (stats ().pending_extents, 0);
+  assert_int_equal (stats (e).joins, 1);
+  assert_int_equal (stats (e).joined_clean_bytes, 64 * KiB);
+  assert_int_equal (stats (e).pending_extents, 0);
   for (unsigned i = 0; i < 4 * KiB; i++)
     if (mem->data[540 * KiB + i] != 0x5a)
       fail_msg ("byte %u of the write in the gap was discarded", i);

@@ -26,12 +26,11 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "engine-util.h"
 #include "mem-backend.h"
 #include "scratch.h"
 #include "state.h"
 
-#define KiB 1024
-#define MiB (1024 * 1024)
 #define DISK (16 * MiB)
 #define GRAN 4096
 
@@ -70,20 +69,15 @@ static struct engine *
 open_engine (struct mem_backend **memp, uint64_t size, const char *name,
              const char *const *keys)
 {
-  struct engine_config cfg;
+  /* The state file of a clean stop alone (test-journal: the journal). */
+  const char *const defaults[] = {
+    "delay", "1h", "journal", "off", "state", path, NULL,
+  };
   struct mem_backend *mem = mem_backend_new (size, GRAN, 64 * MiB);
   struct engine *e;
 
-  engine_config_init (&cfg);
-  cfg.delay_ms = 3600000;
-  /* The state file of a clean stop alone (test-journal: the journal). */
-  cfg.journal = false;
-  assert_int_equal (engine_config_set (&cfg, "state", path), 0);
-  for (; keys && *keys; keys += 2)
-    assert_int_equal (engine_config_set (&cfg, keys[0], keys[1]), 0);
   snprintf (mem->b.identity.name, sizeof mem->b.identity.name, "%s", name);
-  e = engine_open (&cfg, &mem->b);
-  engine_config_free (&cfg);
+  e = try_open_engine_on (mem, defaults, keys);
   if (memp)
     *memp = mem;
   return e;

@@ -140,26 +140,8 @@ phys_offset (const struct thin *t, uint64_t p)
 /* Take and give back the thin lock and the commit lock, and wait on
  * t->changed (which drops and retakes the thin lock).
  */
-static inline void
-thin_lock_acquire (struct thin *t)
-  ACQUIRE (thin_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_lock (&t->lock);
-}
-
-static inline void
-thin_lock_release (struct thin *t)
-  RELEASE (thin_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_unlock (&t->lock);
-}
-
-static inline void
-thin_commit_lock_acquire (struct thin *t)
-  ACQUIRE (thin_commit_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_lock (&t->commit_lock);
-}
+DC_LOCK_WRAPPERS (thin_lock, struct thin, lock, thin_lock)
+DC_LOCK_WRAPPERS (thin_commit_lock, struct thin, commit_lock, thin_commit_lock)
 
 /* Whether it took the commit lock (false: a commit is under way). */
 static inline bool
@@ -167,13 +149,6 @@ thin_commit_lock_try (struct thin *t)
   TRY_ACQUIRE (true, thin_commit_lock) NO_THREAD_SAFETY_ANALYSIS
 {
   return pthread_mutex_trylock (&t->commit_lock) == 0;
-}
-
-static inline void
-thin_commit_lock_release (struct thin *t)
-  RELEASE (thin_commit_lock) NO_THREAD_SAFETY_ANALYSIS
-{
-  pthread_mutex_unlock (&t->commit_lock);
 }
 
 static inline void

@@ -26,7 +26,10 @@
 #include "thin-pure.h"
 #include "varint.h"
 
-static const char magic[8] = "DCTHIN";   /* and two NULs */
+static const struct file_format format = {
+  .magic = "DCTHIN",                    /* and two NULs */
+  .what = "thin meta file", .oldest = 1, .version = THIN_VERSION,
+};
 
 enum {
   OFF_MAGIC = 0, OFF_VERSION = 8, OFF_HSIZE = 12, OFF_SLOT = 16,
@@ -145,9 +148,7 @@ put_header (unsigned char *p, const struct thin_meta_id *id,
             size_t namelen, size_t payload_len)
 {
   memset (p, 0, THIN_HEADER_SIZE);
-  memcpy (p + OFF_MAGIC, magic, sizeof magic);
-  put32 (p + OFF_VERSION, THIN_VERSION);
-  put32 (p + OFF_HSIZE, THIN_HEADER_SIZE);
+  file_prefix_put (p, &format, THIN_HEADER_SIZE);
   put64 (p + OFF_SLOT, id->slot);
   put64 (p + OFF_SIZE, id->size);
   put64 (p + OFF_BSIZE, id->backend_size);
@@ -455,12 +456,7 @@ int
 thin_meta_version (const void *image, size_t len, uint32_t *version,
                    char *why, size_t whylen)
 {
-  const unsigned char *p = image;
-
-  if (len < 16 || memcmp (p, magic, sizeof magic) != 0)
-    return fileio_fail (why, whylen, "not a discardcache thin meta file");
-  *version = get32 (p + OFF_VERSION);
-  return 0;
+  return file_prefix_get (image, len, &format, version, why, whylen);
 }
 
 int

@@ -326,8 +326,9 @@ extern void thin_recovery_release (struct thin_recovery *rec);
 
 /* --- thin-journal.c: versions 2 and 3, and what every reader shares --- */
 
-/* The image's format version, after checking its magic; -1 with the
- * reason in why when it is not a thin meta file.
+/* The image's format version, after checking its magic and that this
+ * build reads it (1 to THIN_VERSION, common/file-header.h); -1 with the
+ * reason in why when it is not a thin meta file or another version.
  */
 extern int thin_meta_version (const void *image, size_t len,
                               uint32_t *version, char *why, size_t whylen);

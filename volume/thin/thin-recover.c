@@ -30,15 +30,8 @@ thin_meta_recover (const void *image, size_t len,
   case 1:
     r = thin_meta_recover_v1 (p, len, id, m, rec, why, whylen);
     break;
-  case 2:
-  case THIN_VERSION:
+  default:                      /* 2 and THIN_VERSION: no other is read */
     r = thin_meta_recover_v3 (p, len, id, m, rec, why, whylen);
-    break;
-  default:
-    r = fileio_fail (why, whylen,
-                     "format version %" PRIu32 ": this discardcache "
-                     "reads versions 1 and 2 (converted) and %d",
-                     rec->version, THIN_VERSION);
   }
   if (r == -1)
     thin_recovery_release (rec);

@@ -7,8 +7,10 @@
 # tests/fuzz/run-fuzzers MINUTES [BUILD_DIR] runs each for longer.
 # They are compiled from the sources directly, outside automake's rules,
 # because the rest of the build may use another compiler.  They get the
-# same warnings (and -Werror) as the rest: they compile the same sources.
-FUZZ_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -g -O1 \
+# same warnings (and -Werror) as the rest, as FUZZ_CC takes them, clang's
+# lock analysis (-Wthread-safety) included even when CC is gcc: they
+# compile the same sources (configure.ac, FUZZ_WARN_CFLAGS).
+FUZZ_CFLAGS = -std=gnu11 $(FUZZ_WARN_CFLAGS) -g -O1 \
 	-fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -DHAVE_CONFIG_H \
 	-I$(top_builddir) -I$(top_srcdir)/common -I$(top_srcdir)/cache \
@@ -35,7 +37,8 @@ fuzz_thin_sources = \
 fuzz_journal_sources = \
 	tests/fuzz/fuzz-journal.c cache/persist/journal.c cache/policy/clean.c \
 	cache/policy/policy.c \
-	$(extmap_c_sources) common/crc32c.c common/log-stderr.c
+	$(extmap_c_sources) common/crc32c.c common/file-header.c \
+	common/log-stderr.c
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.
 fuzz_extmap_sources = \

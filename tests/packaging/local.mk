@@ -12,3 +12,8 @@ PACKAGING_TESTS = \
 TESTS += $(PACKAGING_TESTS)
 EXTRA_DIST += $(PACKAGING_TESTS)
 EXTRA_DIST += tests/packaging/install-lib.sh
+
+# Ceph's libraries are not linked into the plugin nor discardfuse
+# (backend/rbd-lib.c loads them for backend=rbd: only).
+TESTS += tests/packaging/test-rbd-not-linked.sh
+EXTRA_DIST += tests/packaging/test-rbd-not-linked.sh

@@ -9,13 +9,17 @@ check_PROGRAMS += tests/unit/test-engine tests/unit/test-clean \
 TESTS += tests/unit/test-engine tests/unit/test-clean tests/unit/test-parse \
 	tests/unit/test-grow tests/unit/test-arith
 
-tests_unit_test_engine_SOURCES = tests/unit/test-engine.c
+# What the engine's cmocka tests share: an engine on the in-memory
+# backend, its statistics, a virtual clock.
+engine_test_sources = tests/unit/engine-util.c tests/unit/engine-util.h
+
+tests_unit_test_engine_SOURCES = tests/unit/test-engine.c $(engine_test_sources)
 tests_unit_test_engine_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_engine_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_engine_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
 
 # The known-clean map (invariant 9).
-tests_unit_test_clean_SOURCES = tests/unit/test-clean.c
+tests_unit_test_clean_SOURCES = tests/unit/test-clean.c $(engine_test_sources)
 tests_unit_test_clean_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_clean_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_clean_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
@@ -35,7 +39,8 @@ tests_unit_test_arith_LDADD = $(CMOCKA_LIBS)
 # The flusher's liveness, a property over a virtual clock.
 check_PROGRAMS += tests/unit/test-liveness
 TESTS += tests/unit/test-liveness
-tests_unit_test_liveness_SOURCES = tests/unit/test-liveness.c
+tests_unit_test_liveness_SOURCES = tests/unit/test-liveness.c \
+	$(engine_test_sources)
 tests_unit_test_liveness_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_liveness_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_liveness_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The control socket: the engine's side (flushes, the socket's life) and
 # the protocol's pure parts as cmocka tests; the server under nbdkit and
-# discardctl as scripts.
+# discardctl are scripts (tests/e2e/local.mk).
 check_PROGRAMS += tests/unit/test-engine-ctl tests/unit/test-ctl-proto
 TESTS += tests/unit/test-engine-ctl tests/unit/test-ctl-proto
 
 tests_unit_test_engine_ctl_SOURCES = tests/unit/test-engine-ctl.c \
-	tests/unit/scratch.c tests/unit/scratch.h
+	tests/unit/scratch.c tests/unit/scratch.h $(engine_test_sources)
 tests_unit_test_engine_ctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_engine_ctl_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_engine_ctl_LDADD = tests/libmembackend.la $(CMOCKA_LIBS)
@@ -15,7 +15,3 @@ tests_unit_test_ctl_proto_SOURCES = tests/unit/test-ctl-proto.c common/json-flat
 tests_unit_test_ctl_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_unit_test_ctl_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_ctl_proto_LDADD = libctlproto.la $(CMOCKA_LIBS)
-
-CTL_TESTS = tests/e2e/test-ctl.sh tests/e2e/test-ctl-peercred.sh tests/e2e/test-discardctl.sh
-TESTS += $(CTL_TESTS)
-EXTRA_DIST += $(CTL_TESTS)

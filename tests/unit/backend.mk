@@ -1,18 +1,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # backend tests: backend_open and the file backend as a cmocka unit test;
 # the block device backend on a real loop device and the nbd backend
-# against nbdkit, each a script driving a test program with arguments.
+# against nbdkit, each a script (tests/e2e/local.mk) driving a test
+# program with arguments.
 check_PROGRAMS += \
 	tests/unit/test-backend-file \
 	tests/unit/test-backend-blkdev \
 	tests/unit/test-backend-nbd
-TESTS += \
-	tests/unit/test-backend-file \
-	tests/e2e/test-backend-blkdev.sh \
-	tests/e2e/test-backend-nbd.sh
-EXTRA_DIST += \
-	tests/e2e/test-backend-blkdev.sh \
-	tests/e2e/test-backend-nbd.sh
+TESTS += tests/unit/test-backend-file
 
 backend_test_sources = tests/unit/test-backend-util.c tests/unit/test-backend-util.h
 backend_test_cflags = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -1,11 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Thin mode's end-to-end tests beyond the plugin's list in local.mk.
-THIN_TESTS = tests/e2e/test-thin-reserve.sh
-TESTS += $(THIN_TESTS)
-EXTRA_DIST += $(THIN_TESTS)
-
 # The reuse reserve's unit tests, beside the other thin-mode programs
-# (tests/engine.mk), sharing their thin-util.c.
+# (engine.mk), sharing their thin-util.c.
 check_PROGRAMS += tests/unit/test-thin-reserve
 TESTS += tests/unit/test-thin-reserve
 tests_unit_test_thin_reserve_SOURCES = tests/unit/test-thin-reserve.c $(thin_test_sources)
