@@ -112,6 +112,7 @@ struct engine_journal {
   /* Statistics. */
   uint64_t records GUARDED_BY (journal_lock);
   uint64_t commits GUARDED_BY (journal_lock);
+  uint64_t write_throughs GUARDED_BY (journal_lock);  /* COMMIT_CACHE */
   uint64_t syncs GUARDED_BY (journal_lock);        /* its own fdatasyncs */
   uint64_t checkpoints GUARDED_BY (journal_lock);
   uint64_t replayed;                /* at start */
@@ -458,6 +459,7 @@ commit_once_drops_lock (struct engine *e, struct engine_journal *j,
     if (durable)
       j->durable_seq = MAX (j->durable_seq, upto);
     j->syncs += sync && !full;
+    j->write_throughs += depth == COMMIT_CACHE;
     j->commits++;
     j->bytes = j->file_end - JOURNAL_HEADER_SIZE;
   }
@@ -1004,6 +1006,7 @@ engine_journal_stats (struct engine *e, struct engine_stats *st)
   st->journal_records = j->records;
   st->journal_commits = j->commits;
   st->journal_syncs = j->syncs;
+  st->journal_write_throughs = j->write_throughs;
   st->journal_shared_flush = j->shared_flush;
   st->journal_checkpoints = j->checkpoints;
   st->journal_bytes = j->bytes;

@@ -184,6 +184,11 @@
   X (U64, journal_commits, COUNTER, "journal_commits_total", NULL, 1,        \
      "Journal commits: records written out for FLUSHes and FUA writes "      \
      "(which share them).")                                                  \
+  X (U64, journal_write_throughs, COUNTER, "journal_write_throughs_total",   \
+     NULL, 1,                                                                \
+     "Commits into the journal file's page cache before a write whose "     \
+     "cancel they hold (a crash of the server alone replays no discard "    \
+     "over it).")                                                            \
   X (U64, journal_syncs, COUNTER, "journal_syncs_total", NULL, 1,            \
      "fdatasyncs of the journal file of its own (none for a FLUSH where "    \
      "the backend's flush covers the journal).")                             \
