@@ -20,4 +20,5 @@ EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/host-lib.sh \
 	tests/guest/card-lib.sh \
 	tests/guest/card-disk.sh \
-	tests/guest/card-multi.sh
+	tests/guest/card-multi.sh \
+	tests/guest/card-main.sh
