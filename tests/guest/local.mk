@@ -22,3 +22,11 @@ EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/card-disk.sh \
 	tests/guest/card-multi.sh \
 	tests/guest/card-main.sh
+
+# The benchmark in a guest (tests/bench/guest): its own section of
+# docs/benchmarks.md, part of `make bench`.
+.PHONY: bench-guest
+bench: bench-guest
+bench-guest: all
+	$(top_srcdir)/tests/bench/guest --out '$(abs_top_srcdir)/docs/benchmarks.md' '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/guest tests/guest/card-bench.sh
