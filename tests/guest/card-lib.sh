@@ -21,6 +21,7 @@
 #                      filter records which connection each write used
 #     --keys "K=V ..." more plugin keys
 #     --workload churn:ROUNDS:FILES:MAXKIB (churn.py, seeded) |
+#                pchurn:ROUNDS:FILES:MAXKIB (one churn.py per CPU, pinned) |
 #                include:N (untar /usr/include N times, delete half of
 #                the files, rm -rf the rest: nothing is verified then)
 #     --restart        detach, stop, start again, attach, verify, fsck
@@ -146,6 +147,22 @@ card_workload ()
         /usr/bin/python3 "$CHURN_PY" run "$CW/fs" "$CW/$name.manifest" --seed 1 \
             --rounds "$rounds" --files "$files" --max-kib "$maxkib" > "$CW/churn.log" ||
             { cat "$CW/churn.log" >&2; fail "churn failed"; } ;;
+    pchurn:*)
+        # One churn per CPU, each pinned to its CPU in its own directory:
+        # each fsync submits from its CPU, so from its own nbd hardware
+        # queue, which is one connection of nbd-client -C N.
+        IFS=: read -r _ rounds files maxkib <<< "$spec"
+        local -a pids=()
+        for (( i = 0; i < $(nproc); i++ )); do
+            mkdir -p "$CW/fs/p$i"
+            taskset -c "$i" /usr/bin/python3 "$CHURN_PY" run "$CW/fs/p$i" "$CW/$name.manifest.$i" \
+                --seed $(( i + 1 )) --rounds "$rounds" --files "$files" --max-kib "$maxkib" \
+                > "$CW/churn.$i.log" 2>&1 &
+            pids+=($!)
+        done
+        for i in "${!pids[@]}"; do
+            wait "${pids[i]}" || { cat "$CW/churn.$i.log" >&2; fail "churn $i failed"; }
+        done ;;
     include:*)
         n=${spec#include:}
         for (( i = 0; i < n; i++ )); do
@@ -266,18 +283,26 @@ card_line ()
          "fstrim $t_fstrim, flush $t_flush, stop $t_stop)"
 
     if $restart; then
-        case $workload in churn:*) ;; *) fail "--restart needs a churn workload (files to verify)" ;; esac
         card_server "$name.2" "$dev" "$mode" no "${k[@]}"
         card_attach "$CW/$name.2.sock" "$conns"
         card_mount ""
-        /usr/bin/python3 "$CHURN_PY" verify "$CW/fs" "$CW/$name.manifest" > "$CW/verify.log" 2>&1 ||
-            { cat "$CW/verify.log" >&2; fail "$name: files differ after the restart"; }
-        card_result "$name" verified "$(awk '/files checked/ { print $2 }' "$CW/verify.log")"
+        local m dir checked=0
+        : > "$CW/verify.log"
+        for m in "$CW/$name".manifest*; do
+            [ -e "$m" ] || fail "--restart needs a churn workload (files to verify)"
+            dir=$CW/fs
+            [ "$m" = "$CW/$name.manifest" ] || dir=$CW/fs/p${m##*.}
+            /usr/bin/python3 "$CHURN_PY" verify "$dir" "$m" > "$CW/verify.1.log" 2>&1 ||
+                { cat "$CW/verify.1.log" >&2; fail "$name: files differ after the restart"; }
+            cat "$CW/verify.1.log" >> "$CW/verify.log"
+            checked=$(( checked + $(awk '/files checked/ { print $2 }' "$CW/verify.1.log") ))
+        done
+        card_result "$name" verified "$checked"
         umount "$CW/fs" || fail "umount failed"
         card_fsck "$fs"
         card_detach || fail "nbd-client -d failed"
         card_stop_server
-        echo "   after a restart: $(cat "$CW/verify.log"); fsck clean"
+        echo "   after a restart: $checked files checked, none bad; fsck clean"
     fi
     rm -rf "$CW"
 }

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Inside the guest (tests/guest/run, 2 vCPUs or more, two SATA disks):
 #
-# 1. The card's line with `nbd-client -C 4` on the first disk, XFS: the
-#    writes used more than one connection (nbdkit's log filter says
+# 1. The card's line with `nbd-client -C 4` on the first disk, XFS, a
+#    churn on each vCPU: the writes used more than one connection (nbdkit's log filter says
 #    which), every file intact after a restart, fsck clean.
 # 2. The project's verifier (tests/verifier/) through the kernel client:
 #    verify -> qemu-nbd (--cache=none: O_DIRECT on /dev/nbd0; its
@@ -19,7 +19,7 @@ source "$abs_top_srcdir/tests/functions.sh"
 source "$GUEST_LIB"
 source "$abs_top_srcdir/tests/guest/card-lib.sh"
 
-workload=churn:6:40:1024 ops=3000
+workload=pchurn:4:30:1024 ops=3000
 while [ $# -gt 0 ]; do
     case $1 in
     --workload) workload=$2; shift ;;
