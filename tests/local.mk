@@ -5,6 +5,9 @@
 TEST_EXTENSIONS = .sh
 EXTRA_DIST += tests/functions.sh
 
+# First: the guest tests are the longest, and the parallel harness starts
+# tests in the order of TESTS.
+include tests/guest/local.mk
 include tests/unit/local.mk
 include tests/e2e/local.mk
 include tests/packaging/local.mk
@@ -14,7 +17,6 @@ include tests/lint/local.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk
 include tests/sanitizer/local.mk
-include tests/guest/local.mk
 
 # Tests of the plugin running under nbdkit.
 EXTRA_DIST += tests/e2e/e2e-lib.sh tests/e2e/churn.py tests/e2e/thin-crash.py
