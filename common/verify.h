@@ -58,49 +58,57 @@ dc_verify_failed (const char *file, int line, const char *func,
   abort ();
 }
 
-#define VERIFY(cond)                                                    \
+/* The text of each expression is taken here, at the outer macro, so
+ * that it reads as written (macros in it unexpanded).
+ */
+#define DC_VERIFY_(cond, text)                                          \
   do {                                                                  \
     if (__builtin_expect (!(cond), 0))                                  \
       dc_verify_failed (__FILE__, __LINE__, __func__,                   \
-                        "VERIFY(%s) failed", #cond);                    \
+                        "VERIFY(%s) failed", text);                     \
   } while (0)
+#define VERIFY(cond) DC_VERIFY_ (cond, #cond)
 
 /* Each operand is evaluated once, converted to the type the suffix
  * names (as OpenZFS's VERIFY3U does).
  */
-#define DC_VERIFY3_(a, op, b, type, pri, name)                          \
+#define DC_VERIFY3_(a, op, b, ta, tb, type, pri, name)                  \
   do {                                                                  \
     const type dc_verify_a_ = (type) (a);                               \
     const type dc_verify_b_ = (type) (b);                               \
     if (__builtin_expect (!(dc_verify_a_ op dc_verify_b_), 0))          \
       dc_verify_failed (__FILE__, __LINE__, __func__,                   \
                         name "(%s " #op " %s) failed (%" pri " " #op    \
-                        " %" pri ")", #a, #b, dc_verify_a_,             \
+                        " %" pri ")", ta, tb, dc_verify_a_,             \
                         dc_verify_b_);                                  \
   } while (0)
-#define VERIFY3U(a, op, b) DC_VERIFY3_ (a, op, b, uint64_t, PRIu64, "VERIFY3U")
-#define VERIFY3S(a, op, b) DC_VERIFY3_ (a, op, b, int64_t, PRId64, "VERIFY3S")
+#define VERIFY3U(a, op, b) \
+  DC_VERIFY3_ (a, op, b, #a, #b, uint64_t, PRIu64, "VERIFY3U")
+#define VERIFY3S(a, op, b) \
+  DC_VERIFY3_ (a, op, b, #a, #b, int64_t, PRId64, "VERIFY3S")
 
 /* A trylock that succeeds proves nobody held the mutex: give it back
  * and fail.  (Held by another thread is not caught; held by this one
  * is the common case and passes.)
  */
-#define DC_VERIFY_HELD_(m)                                              \
+#define DC_VERIFY_HELD_(m, text)                                        \
   do {                                                                  \
     pthread_mutex_t *dc_verify_m_ = (m);                                \
     if (pthread_mutex_trylock (dc_verify_m_) == 0) {                    \
       pthread_mutex_unlock (dc_verify_m_);                              \
       dc_verify_failed (__FILE__, __LINE__, __func__,                   \
                         "VERIFY_HELD(%s) failed (the lock is free)",    \
-                        #m);                                            \
+                        text);                                          \
     }                                                                   \
   } while (0)
 
 #ifdef DC_DEBUG_CHECKS
-#define DEBUG_VERIFY(cond) VERIFY (cond)
-#define DEBUG_VERIFY3U(a, op, b) VERIFY3U (a, op, b)
-#define DEBUG_VERIFY3S(a, op, b) VERIFY3S (a, op, b)
-#define DEBUG_VERIFY_HELD(m) DC_VERIFY_HELD_ (m)
+#define DEBUG_VERIFY(cond) DC_VERIFY_ (cond, #cond)
+#define DEBUG_VERIFY3U(a, op, b) \
+  DC_VERIFY3_ (a, op, b, #a, #b, uint64_t, PRIu64, "VERIFY3U")
+#define DEBUG_VERIFY3S(a, op, b) \
+  DC_VERIFY3_ (a, op, b, #a, #b, int64_t, PRId64, "VERIFY3S")
+#define DEBUG_VERIFY_HELD(m) DC_VERIFY_HELD_ (m, #m)
 #else
 /* sizeof: parsed and type-checked, never evaluated. */
 #define DEBUG_VERIFY(cond) ((void) sizeof (!(cond)))
