@@ -183,6 +183,7 @@ forward_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
 {
   struct inflight entry = { .offset = offset, .length = length };
   uint64_t commands, sent, epoch, end;
+  bool wraps = ADD_OVERFLOW (offset, length, &end);
   int r, err;
 
   DEBUG_VERIFY_HELD (&e->lock);
@@ -190,7 +191,7 @@ forward_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
    * anything else, and the range would be dropped, counted, as an error.
    */
   VERIFY3U (length, >, 0);
-  VERIFY (!ADD_OVERFLOW (offset, length, &end));
+  VERIFY (!wraps);
   VERIFY3U (end, <=, e->backend->size);
   if (e->forwarding_disabled) {
     e->stats.dropped++;

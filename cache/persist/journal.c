@@ -80,6 +80,7 @@ static void
 verify_record (const struct journal_record *r)
 {
   uint64_t end;
+  bool wraps;
 
   VERIFY (r->map == JOURNAL_PENDING || r->map == JOURNAL_CLEAN);
   VERIFY (r->op >= EXTMAP_OBSERVE_INSERT && r->op <= EXTMAP_OBSERVE_CLEAR);
@@ -89,7 +90,8 @@ verify_record (const struct journal_record *r)
     return;
   }
   VERIFY3U (r->length, >, 0);
-  VERIFY (!ADD_OVERFLOW (r->offset, r->length, &end));
+  wraps = ADD_OVERFLOW (r->offset, r->length, &end);
+  VERIFY (!wraps);
   VERIFY3U (end, <=, EXTMAP_MAX_END);
 }
 

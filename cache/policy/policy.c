@@ -12,8 +12,9 @@ policy_aligned_part (uint64_t offset, uint64_t length, uint64_t granularity,
 {
   /* Ends are at most 2^63 (extmap's bound), so rounding up cannot wrap. */
   uint64_t start, end;
+  bool wraps = ADD_OVERFLOW (offset, length, &end);
 
-  VERIFY (!ADD_OVERFLOW (offset, length, &end));
+  VERIFY (!wraps);
   VERIFY3U (end, <=, UINT64_C (1) << 63);
   start = round_up (offset, granularity);
   end = round_down (end, granularity);

@@ -166,7 +166,7 @@ static void
 test_policy (void **state)
 {
   expect_abort (policy_wrapping_range,
-                "policy_aligned_part: VERIFY(!ADD_OVERFLOW (offset, length, &end))");
+                "policy_aligned_part: VERIFY(!wraps) failed");
   expect_abort (clean_odd_granularity,
                 "clean_init: VERIFY(max_extents == 0 || is_power_of_2 (granularity))");
   expect_abort (pacing_partial_chunk,
