@@ -121,7 +121,8 @@ test_extmap (void **state)
   expect_abort (extmap_odd_granularity,
                 "extmap_set_granularity: VERIFY(g == 0 || is_power_of_2 (g))");
   expect_abort (extmap_alloc_unreserved,
-                "extmap_node_alloc: VERIFY3U(pool->free_nodes > 0) failed (0 > 0)");
+                "extmap_node_alloc: VERIFY3U(pool->free_nodes > 0) "
+                "failed (0 > 0)");
 }
 
 static void
@@ -168,7 +169,8 @@ test_policy (void **state)
   expect_abort (policy_wrapping_range,
                 "policy_aligned_part: VERIFY(!wraps) failed");
   expect_abort (clean_odd_granularity,
-                "clean_init: VERIFY(max_extents == 0 || is_power_of_2 (granularity))");
+                "clean_init: VERIFY(max_extents == 0 || "
+                "is_power_of_2 (granularity))");
   expect_abort (pacing_partial_chunk,
                 "pace_decide: VERIFY3U(in->chunk_limit % in->granularity == 0) "
                 "failed (512 == 0)");
@@ -208,7 +210,8 @@ test_protect (void **state)
   expect_abort (breaker_probe_closed,
                 "breaker_probe_begin: VERIFY3U(b->state == BREAKER_OPEN)");
   expect_abort (window_empty,
-                "until_one: VERIFY3U(start != end % DAY_MINUTES) failed (600 != 600)");
+                "until_one: VERIFY3U(start != end % DAY_MINUTES) "
+                "failed (600 != 600)");
   expect_abort (proof_odd_granularity,
                 "proof_offer: VERIFY(is_power_of_2 (granularity))");
 }
@@ -293,7 +296,8 @@ test_engine (void **state)
                 "forward_drops_lock: VERIFY3U(end <= e->backend->size) "
                 "failed (16781312 <= 16777216)");
   expect_abort (record_past_the_end,
-                "engine_record_trim_drops_lock: VERIFY3U(end <= e->backend->size)");
+                "engine_record_trim_drops_lock: "
+                "VERIFY3U(end <= e->backend->size)");
 }
 
 static void
@@ -303,7 +307,8 @@ test_engine_debug (void **state)
   expect_abort (ticks_unlocked,
                 "engine_ticks_locked: VERIFY_HELD(&e->lock) failed");
   expect_abort (bound_unlocked,
-                "engine_enforce_bound_drops_lock: VERIFY_HELD(&e->lock) failed");
+                "engine_enforce_bound_drops_lock: "
+                "VERIFY_HELD(&e->lock) failed");
 }
 
 /* ---- thin mode: the allocator and its journal ---- */
@@ -322,7 +327,9 @@ unreserve_past_the_store (void)
   struct plan pl;
 
   thin_plan_init (&pl);
-  pl.seg[0] = (struct segment) { .l = 0, .n = 2, .p = NPHYS - 1, .fresh = true };
+  pl.seg[0] = (struct segment) {
+    .l = 0, .n = 2, .p = NPHYS - 1, .fresh = true,
+  };
   pl.n = 1;
   thin_lock_acquire (t);
   thin_unreserve_locked (t, &pl);
@@ -376,7 +383,8 @@ static void
 test_thin_debug (void **state)
 {
   need_debug_checks ();
-  expect_abort (plan_unlocked, "thin_plan_locked: VERIFY_HELD(&t->lock) failed");
+  expect_abort (plan_unlocked,
+                "thin_plan_locked: VERIFY_HELD(&t->lock) failed");
   expect_abort (slots_freed_twice,
                 "thin_space_add_pending: VERIFY(nowhere_free (s, p, n))");
 }
