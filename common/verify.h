@@ -23,9 +23,12 @@
  * (common/log.h: nbdkit's log in the plugin, stderr or syslog
  * elsewhere) and calls abort(): a process that broke an invariant must
  * not go on sending discards.  In a build without debug checks the
- * DEBUG_ forms compile to nothing and do not evaluate their arguments
- * (which must therefore have no side effects), though the compiler still
- * parses them, so they cannot rot.  Count them with
+ * DEBUG_ forms compile to nothing and do not evaluate their arguments,
+ * though the compiler still parses them, so they cannot rot.  Keep side
+ * effects out of every check, VERIFY's too: deleting a check must leave
+ * the code as it was (that is how tests/unit/test-verify.c's cases were
+ * shown able to fail).  DC_HAVE_DEBUG_CHECKS is 1 in a build with the
+ * DEBUG_ forms.  Count the checks with
  *   grep -rEo '\b(DEBUG_)?VERIFY(3U|3S|_HELD)? \(' --include='*.[ch]' \
  *     backend cache volume | wc -l
  */
