@@ -127,7 +127,12 @@ struct backend_ops {
 
 /* Fields common to every backend; implementations embed this first. */
 struct backend {
+  /* What callers call: after backend_open_with, mapped_ops, which calls
+   * impl's and maps its errno (backend_errno); impl: the implementation.
+   */
   const struct backend_ops *ops;
+  const struct backend_ops *impl;
+  struct backend_ops mapped_ops;
   uint64_t size;
   struct backend_limits limits;
   struct backend_identity identity;
@@ -150,6 +155,16 @@ struct backend_options {
   const char *rbd_id;      /* client id, client.ID (rbd-id=) */
   const char *rbd_keyring; /* keyring file (rbd-keyring=) */
   uint64_t rbd_timeout_ms; /* bound on cluster operations (rbd-timeout=) */
+  /* Where the RBD backend records which client of this server holds the
+   * image's lock, so that a restart can fence a crashed instance of it
+   * (the service's state= with ".holder" appended; NULL: no record, and
+   * a dead holder's lock is waited out).
+   */
+  const char *rbd_holder_file;
+  /* low-water= is set: the store's free space must be readable before
+   * serving (RBD: a cluster without ceph-mgr has no pool statistics).
+   */
+  bool need_free_space;
 };
 
 /* Open spec: a libnbd URI (nbd:, nbds:, nbd+unix:, nbds+unix:,
@@ -161,6 +176,25 @@ struct backend_options {
 extern struct backend *backend_open_with (const char *spec,
                                           const struct backend_options *o)
   __attribute__ ((nonnull (2)));
+
+/* The errno a failed data operation (pread, pwrite, zero, discard,
+ * flush) reports to the layers above, the same for every backend
+ * (docs/reliability.md, "Errors a client sees"): ENOSPC for a full
+ * store or quota (ENOSPC, EDQUOT, EFBIG); the errnos NBD has a name for
+ * (EIO, EPERM, EROFS, ENOMEM, EINVAL, EOVERFLOW, ENOTSUP, EOPNOTSUPP) as
+ * they are; anything else, a timeout, a lost connection or cluster, a
+ * fenced (blocklisted) client included, EIO.  backend_open_with installs
+ * it around the implementation's data operations, so that no errno the
+ * client cannot read (nbdkit sends an unknown one as EINVAL) leaves the
+ * backend.
+ */
+extern int backend_errno (int err);
+
+/* Install backend_errno around b's data operations (b->ops becomes
+ * b->mapped_ops, calling b->impl).  backend_open_with does it; a test
+ * that builds a backend itself may.
+ */
+extern void backend_map_errors (struct backend *b) __attribute__ ((nonnull (1)));
 
 /* backend_open_with and default options but read_only. */
 extern struct backend *backend_open (const char *spec, bool read_only);

@@ -51,6 +51,13 @@ start_fail (struct rbd_backend *h, int r, const char *fmt, ...)
   return -1;
 }
 
+uint64_t
+rbd_timeout_ms (const struct rbd_backend *h)
+{
+  return h->opts.rbd_timeout_ms ? h->opts.rbd_timeout_ms
+                                : RBD_DEFAULT_TIMEOUT_MS;
+}
+
 /* rbd-timeout= as whole seconds, at least 1 (librados counts seconds). */
 static unsigned
 timeout_s (const struct backend_options *o)
@@ -60,6 +67,10 @@ timeout_s (const struct backend_options *o)
   return (unsigned) MAX (UINT64_C (1), (ms + 999) / 1000);
 }
 
+/* librados's bounds, each rbd-timeout= (a request as a whole is bounded
+ * by rbd-wait.c), and zero-copy writes off: a request given up at its
+ * deadline must not read the caller's buffer afterwards.
+ */
 static int
 set_timeouts (struct rbd_backend *h, const struct backend_options *o)
 {
@@ -67,15 +78,19 @@ set_timeouts (struct rbd_backend *h, const struct backend_options *o)
     "client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout",
   };
   char v[32];
+  int r;
 
   snprintf (v, sizeof v, "%u", timeout_s (o));
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-    int r = h->lib->rados_conf_set (h->cluster, keys[i], v);
-
+    r = h->lib->rados_conf_set (h->cluster, keys[i], v);
     if (r < 0)
       return start_fail (h, r, "rbd-timeout: cannot set %s to %s s", keys[i],
                          v);
   }
+  r = h->lib->rados_conf_set (h->cluster, "rbd_disable_zero_copy_writes",
+                              "true");
+  if (r < 0)
+    return start_fail (h, r, "cannot set rbd_disable_zero_copy_writes");
   return 0;
 }
 
@@ -169,6 +184,13 @@ open_pool (struct rbd_backend *h)
     return start_fail (h, r, "no pool %s in the cluster", sp->pool);
   if (r < 0)
     return start_fail (h, r, "cannot open pool %s", sp->pool);
+  /* A write to a full pool (or one over its quota) would wait in the
+   * client until space comes back, and fail only at rbd-timeout= with
+   * ETIMEDOUT; with "full try" the OSD answers ENOSPC or EDQUOT at once
+   * (librbd's image opened on this pool inherits it), and deletions,
+   * which free space, still run.
+   */
+  h->lib->rados_set_pool_full_try (h->ioctx);
   if (sp->nspace[0] == '\0')
     return 0;
   r = h->lib->rbd_namespace_exists (h->ioctx, sp->nspace, &exists);

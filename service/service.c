@@ -6,8 +6,10 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "cleanup.h"
 #include "ctl.h"
 #include "engine.h"
 #include "log.h"
@@ -102,9 +104,22 @@ service_open (const struct service_config *cfg)
     .read_only = cfg->read_only, .rbd_conf = cfg->rbd_conf,
     .rbd_id = cfg->rbd_id, .rbd_keyring = cfg->rbd_keyring,
     .rbd_timeout_ms = cfg->rbd_timeout_ms,
+    .need_free_space = cfg->engine.low_water_ppm != 0 ||
+                       cfg->engine.low_water_bytes != 0,
   };
-  struct backend *b = backend_open_with (cfg->backend, &o);
+  CLEANUP_FREE char *holder = NULL;
+  struct backend *b;
 
+  /* Beside state=: the instance of this server that held the backend
+   * last (docs/design-notes.md, "Taking over a crashed holder's lock").
+   */
+  if (cfg->engine.state && asprintf (&holder, "%s.holder",
+                                     cfg->engine.state) == -1) {
+    dc_error ("service: out of memory");
+    return NULL;
+  }
+  o.rbd_holder_file = holder;
+  b = backend_open_with (cfg->backend, &o);
   return b ? service_open_backend (cfg, b) : NULL;
 }
 
