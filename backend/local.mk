@@ -25,11 +25,12 @@ if HAVE_RBD
 libbackend_la_SOURCES += \
 	backend/rbd.c \
 	backend/rbd-cluster.c \
+	backend/rbd-holder.c \
 	backend/rbd-lib.c \
 	backend/rbd-space.c \
 	backend/rbd-spec.c \
 	backend/rbd-wait.c \
 	common/json-flat.c
 endif
-EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-lib.c \
+EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-holder.c backend/rbd-lib.c \
 	backend/rbd-space.c backend/rbd-spec.c backend/rbd-wait.c

@@ -45,9 +45,9 @@ extern void rbd_spec_free (struct rbd_spec *sp) __attribute__ ((nonnull (1)));
 
 /* How often the pool's free space and full flags are asked of the
  * monitor while someone reads them (three commands: df, osd pool
- * get-quota, osd dump).  The answer lags anyway: the monitor has the
- * figures from ceph-mgr, which gathers the OSDs' statistics every
- * mgr_stats_period (5 s by default).
+ * get-quota, osd pool ls detail).  The answer lags anyway: the monitor
+ * has the figures from ceph-mgr, which gathers the OSDs' statistics
+ * every mgr_stats_period (5 s by default).
  */
 #define RBD_FREE_INTERVAL_MS 1000
 
@@ -56,9 +56,7 @@ extern void rbd_spec_free (struct rbd_spec *sp) __attribute__ ((nonnull (1)));
  */
 #define RBD_WANTED_MS 60000
 
-/* The pool's state in the OSD map (osd dump: its flags_names, and the
- * map's own flags on clusters from before Mimic).
- */
+/* The pool's state in the OSD map (osd pool ls detail: its flags_names). */
 #define RBD_POOL_NEARFULL 1u
 #define RBD_POOL_FULL 2u
 #define RBD_POOL_FULL_QUOTA 4u
@@ -130,7 +128,8 @@ extern int rbd_before_fork (struct backend *b) __attribute__ ((nonnull (1)));
 extern int rbd_after_fork (struct backend *b) __attribute__ ((nonnull (1)));
 
 /* Set up h->space (no thread yet). */
-extern void rbd_space_init (struct rbd_backend *h) __attribute__ ((nonnull (1)));
+extern void rbd_space_init (struct rbd_backend *h)
+  __attribute__ ((nonnull (1)));
 
 /* backend_start: start the space thread.  0, or -1 with errno set
  * (reported).
@@ -140,14 +139,16 @@ extern int rbd_space_start (struct backend *b) __attribute__ ((nonnull (1)));
 /* Stop and join the space thread (it may be in a cluster command,
  * bounded by rbd-timeout=), and free h->space.
  */
-extern void rbd_space_stop (struct rbd_backend *h) __attribute__ ((nonnull (1)));
+extern void rbd_space_stop (struct rbd_backend *h)
+  __attribute__ ((nonnull (1)));
 
 /* Read the pool's free space now, on the caller's thread: at open when
  * low-water= needs it, so that a cluster without pool statistics (no
  * ceph-mgr) is refused before serving.  0, or -1 with errno set
  * (reported, naming low-water=).
  */
-extern int rbd_space_check (struct rbd_backend *h) __attribute__ ((nonnull (1)));
+extern int rbd_space_check (struct rbd_backend *h)
+  __attribute__ ((nonnull (1)));
 
 /* backend_allocated: what `rbd du` reports as used, as last read (never
  * waits; EAGAIN, silently, until the first reading).
@@ -195,6 +196,34 @@ extern ssize_t rbd_wait_for (struct rbd_wait *w, uint64_t timeout_ms,
 /* rbd-timeout=, in milliseconds (the default if unset). */
 extern uint64_t rbd_timeout_ms (const struct rbd_backend *h)
   __attribute__ ((nonnull (1)));
+
+/* The lock owners and watchers looked at, at most. */
+#define RBD_MAX_CLIENTS 16
+
+/* After taking the lock (rbd-holder.c): record our lock address in the
+ * image's metadata (naming this server to others) and in
+ * opts.rbd_holder_file (for our next instance).  Failures are logged.
+ */
+extern void rbd_holder_record (struct rbd_backend *h)
+  __attribute__ ((nonnull (1)));
+
+/* Whether the lock owner at address owner is the instance of this
+ * server that opts.rbd_holder_file names.
+ */
+extern bool rbd_holder_is_ours (struct rbd_backend *h, const char *owner)
+  __attribute__ ((nonnull (1, 2)));
+
+/* What kind of client owner is, for a refusal, into buf. */
+extern void rbd_holder_describe (struct rbd_backend *h, const char *owner,
+                                 char *buf, size_t len)
+  __attribute__ ((nonnull (1, 2, 3)));
+
+/* Fence owner (blocklisted by the cluster, librbd's
+ * rbd_blocklist_on_break_lock) and break its lock.  0, or -1 with errno
+ * set (reported).
+ */
+extern int rbd_holder_fence (struct rbd_backend *h, const char *owner)
+  __attribute__ ((nonnull (1, 2)));
 
 /* Report a librados/librbd failure r (a negative errno) of op, set errno
  * and return -1.
