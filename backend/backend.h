@@ -36,6 +36,11 @@ struct backend_limits {
    * smaller discards are accepted but free less or nothing.
    */
   uint32_t discard_preferred;
+  /* free_space answers 0 free while the store itself says it is full
+   * (RBD: the OSD map flags the pool nearfull, full or over its quota),
+   * so a low-water mark of one byte means "when the store says so".
+   */
+  bool free_says_full;
   uint64_t max_discard;    /* largest single discard in bytes (> 0) */
   uint32_t min_block;      /* block size constraints; 0 = none known */
   uint32_t pref_block;

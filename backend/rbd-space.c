@@ -70,7 +70,8 @@ compute_allocated (struct rbd_backend *h, uint64_t v[2])
 }
 
 /* Run the monitor command cmd (JSON) and parse its JSON answer into
- * obj; *text (to free) holds the strings obj points to.
+ * obj; *text (to free) holds the strings obj points to.  An answer that
+ * is an array is parsed as the member "list" of an object.
  */
 static int
 mon_command (struct rbd_backend *h, const char *cmd, char **text,
@@ -81,25 +82,26 @@ mon_command (struct rbd_backend *h, const char *cmd, char **text,
   size_t outlen = 0, outslen = 0;
   int r = h->lib->rados_mon_command (h->cluster, cmds, 1, "", 0, &out,
                                      &outlen, &outs, &outslen);
+  bool list = r >= 0 && outlen > 0 && out[0] == '[';
 
   *text = NULL;
   if (r < 0) {
     errno = -r;
-    space_error (h, "backend %s: pool statistics: monitor command %s: %.*s: %m",
-              h->b.identity.name, cmd, (int) MIN (outslen, (size_t) 256),
-              outs ? outs : "");
+    space_error (h, "backend %s: pool statistics: monitor command %s: "
+                 "%.*s: %m", h->b.identity.name, cmd,
+                 (int) MIN (outslen, (size_t) 256), outs ? outs : "");
   }
-  else if ((*text = malloc (outlen + 1)) == NULL) {
+  else if ((*text = malloc (outlen + 10)) == NULL) {
     r = -1;
     space_error (h, "backend %s: pool statistics: %m", h->b.identity.name);
   }
   else {
-    memcpy (*text, out, outlen);
-    (*text)[outlen] = '\0';
+    snprintf (*text, outlen + 10, "%s%.*s%s", list ? "{\"list\":" : "",
+              (int) outlen, out, list ? "}" : "");
     if ((r = jf_parse (*text, obj)) == -1) {
-      space_error (h, "backend %s: pool statistics: monitor command %s: not the JSON "
-                "answer expected: %.*s", h->b.identity.name, cmd,
-                (int) MIN (outlen, (size_t) 256), out);
+      space_error (h, "backend %s: pool statistics: monitor command %s: "
+                   "not the JSON answer expected: %.*s", h->b.identity.name,
+                   cmd, (int) MIN (outlen, (size_t) 256), out);
       free (*text);
       errno = EPROTO;
     }
@@ -138,9 +140,9 @@ pool_max_avail (struct rbd_backend *h, uint64_t *avail)
   free (text);
   if (r == -1) {
     errno = ENOENT;
-    space_error (h, "backend %s: pool statistics: the monitor's df has no figures "
-              "for pool %s yet (no ceph-mgr running?)", h->b.identity.name,
-              h->spec.pool);
+    space_error (h, "backend %s: pool statistics: the monitor's df has no "
+                 "figures for pool %s yet (no ceph-mgr running?)",
+                 h->b.identity.name, h->spec.pool);
   }
   return r;
 }
@@ -159,7 +161,7 @@ pool_quota (struct rbd_backend *h, uint64_t *quota, uint64_t *used)
   if (jf_quote (name, sizeof name, h->spec.pool) == -1) {
     errno = ENAMETOOLONG;
     space_error (h, "backend %s: pool statistics: pool name too long",
-              h->b.identity.name);
+                 h->b.identity.name);
     return -1;
   }
   snprintf (cmd, sizeof cmd, "{\"prefix\":\"osd pool get-quota\","
@@ -171,15 +173,15 @@ pool_quota (struct rbd_backend *h, uint64_t *quota, uint64_t *used)
     r = 0;
   else {
     errno = EPROTO;
-    space_error (h, "backend %s: pool statistics: osd pool get-quota %s: no "
-              "quota_max_bytes and current_num_bytes", h->b.identity.name,
-              h->spec.pool);
+    space_error (h, "backend %s: pool statistics: osd pool get-quota %s: "
+                 "no quota_max_bytes and current_num_bytes",
+                 h->b.identity.name, h->spec.pool);
   }
   free (text);
   return r;
 }
 
-/* The pool's RBD_POOL_* flags from the OSD map. */
+/* The RBD_POOL_* bits of a pool's flags_names ("hashpspool,full,..."). */
 static unsigned
 flag_bits (const char *names)
 {
@@ -201,10 +203,16 @@ flag_bits (const char *names)
   return bits;
 }
 
+/* The pool's flags in the OSD map (`osd pool ls detail`: every pool,
+ * but not the OSDs, which `osd dump` would add to each reading).  Since
+ * Mimic a full OSD marks the pools it holds full, so the pool's own
+ * flags say it all.
+ */
 static int
 pool_flags (struct rbd_backend *h, unsigned *flags)
 {
-  static const char cmd[] = "{\"prefix\":\"osd dump\",\"format\":\"json\"}";
+  static const char cmd[] =
+    "{\"prefix\":\"osd pool ls\",\"detail\":\"detail\",\"format\":\"json\"}";
   struct jf_object top, pool;
   const struct jf_member *pools;
   struct jf_member e;
@@ -215,38 +223,55 @@ pool_flags (struct rbd_backend *h, unsigned *flags)
 
   if (mon_command (h, cmd, &text, &top) == -1)
     return -1;
-  *flags = flag_bits (jf_str (&top, "flags"));
-  pools = jf_find (&top, "pools");
+  pools = jf_find (&top, "list");
   while (r == -1 && pools && jf_next (pools, &cursor, &e))
-    if (jf_open (&e, &pool) == 0 && jf_u64 (&pool, "pool", &id) &&
+    if (jf_open (&e, &pool) == 0 && jf_u64 (&pool, "pool_id", &id) &&
         id == (uint64_t) want) {
-      *flags |= flag_bits (jf_str (&pool, "flags_names"));
+      *flags = flag_bits (jf_str (&pool, "flags_names"));
       r = 0;
     }
   free (text);
   if (r == -1) {
     errno = ENOENT;
-    space_error (h, "backend %s: pool statistics: pool %s is not in the OSD map",
-              h->b.identity.name, h->spec.pool);
+    space_error (h, "backend %s: pool statistics: pool %s is not in the "
+                 "OSD map", h->b.identity.name, h->spec.pool);
   }
   return r;
 }
 
-/* v[0]: what writes can still take, the pool's MAX AVAIL, or less if
- * its quota leaves less, 0 if flagged full; v[1]: that plus what the
- * pool holds.
+/* What the pool can still take: its MAX AVAIL, or less if its quota
+ * leaves less (*avail); and what it holds (*used).
+ */
+static int
+pool_space (struct rbd_backend *h, uint64_t *avail, uint64_t *used)
+{
+  uint64_t quota;
+
+  if (pool_max_avail (h, avail) == -1 || pool_quota (h, &quota, used) == -1)
+    return -1;
+  if (quota)
+    *avail = MIN (*avail, quota > *used ? quota - *used : 0);
+  return 0;
+}
+
+/* v[0]: what writes can still take, 0 while the pool is flagged full;
+ * v[1]: that plus what the pool holds.  A pool flagged full needs no
+ * statistics to say so (a cluster without ceph-mgr has none): then
+ * both are 0.
  */
 static int
 compute_free (struct rbd_backend *h, uint64_t v[2], unsigned *flags)
 {
-  uint64_t avail, quota, used;
+  uint64_t avail, used;
 
-  if (pool_max_avail (h, &avail) == -1 ||
-      pool_quota (h, &quota, &used) == -1 ||
-      pool_flags (h, flags) == -1)
+  if (pool_flags (h, flags) == -1)
     return -1;
-  if (quota)
-    avail = MIN (avail, quota > used ? quota - used : 0);
+  if (pool_space (h, &avail, &used) == -1) {
+    if (*flags == 0)
+      return -1;
+    v[0] = v[1] = 0;
+    return 0;
+  }
   v[1] = used + avail;
   v[0] = *flags ? 0 : avail;
   return 0;
@@ -255,10 +280,9 @@ compute_free (struct rbd_backend *h, uint64_t v[2], unsigned *flags)
 int
 rbd_space_check (struct rbd_backend *h)
 {
-  uint64_t v[2];
-  unsigned flags;
+  uint64_t avail, used;
 
-  if (compute_free (h, v, &flags) == -1) {
+  if (pool_space (h, &avail, &used) == -1) {
     dc_error ("low-water: backend=%s: the pool's free space cannot be read "
               "(above), so low-water= could never act: start ceph-mgr, or "
               "leave low-water= unset", h->b.identity.name);
@@ -307,7 +331,8 @@ static uint64_t
 refresh_locked (struct rbd_backend *h)
 {
   struct rbd_space *sp = &h->space;
-  uint64_t now = monotonic_ms (), next = now + RBD_FREE_INTERVAL_MS, v[2];
+  uint64_t now = monotonic_ms (), next = now + RBD_FREE_INTERVAL_MS;
+  uint64_t v[2] = { 0, 0 };
   unsigned flags = 0;
   int r;
 
@@ -316,7 +341,8 @@ refresh_locked (struct rbd_backend *h)
     pthread_mutex_unlock (&sp->lock);
     r = compute_free (h, v, &flags);
     pthread_mutex_lock (&sp->lock);
-    store_locked (h, &sp->free, "pool statistics", r, v, MAX (now, UINT64_C (1)));
+    store_locked (h, &sp->free, "pool statistics", r, v,
+                  MAX (now, UINT64_C (1)));
     if (r == 0) {
       if (flags && !sp->pool_flags)
         dc_error ("backend %s: pool %s is flagged %s%s%s in the OSD map: "

@@ -251,6 +251,7 @@ probe (struct rbd_backend *h, bool read_only)
   l->can_flush = true;
   l->can_extents = false;
   l->discard_zeroes = false;    /* a part of an object may be left as is */
+  l->free_says_full = true;     /* rbd-space.c: the pool's flags */
   l->zero_unmaps = false;
   l->can_multi_conn = true;     /* one image handle: a flush covers all */
   l->discard_granularity = RBDB_MIN_GRANULARITY;

@@ -46,6 +46,25 @@ open_ctl (struct service *s)
   return s->ctl == NULL && s->cfg.ctl != NULL ? -1 : 0;
 }
 
+/* Without low-water=, a store that says when it is full (an RBD pool
+ * flagged nearfull, full or over its quota) still frees itself: a mark
+ * of one byte forwards every pending discard while it says so, and
+ * only then (invariant 11: pressure only forwards sooner).  Discards
+ * are what give a full pool its space back, and librados runs them at
+ * a full pool, where writes that need space fail with ENOSPC.
+ */
+static void
+default_low_water (struct service_config *cfg, const struct backend *b)
+{
+  if (cfg->low_water_given || cfg->read_only || !b->limits.free_says_full ||
+      b->ops->free_space == NULL)
+    return;
+  cfg->engine.low_water_bytes = 1;
+  cfg->engine.low_water_ppm = 0;
+  dc_debug ("low-water: unset: pending discards are forwarded at once "
+            "while backend %s says it is full", b->identity.name);
+}
+
 struct service *
 service_open_backend (const struct service_config *cfg, struct backend *b)
 {
@@ -67,6 +86,7 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
     free (s);
     return NULL;
   }
+  default_low_water (&s->cfg, b);
   s->engine = engine_open (&s->cfg.engine, b);
   if (s->engine == NULL)
     goto err;
