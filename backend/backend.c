@@ -237,6 +237,16 @@ backend_allocated (struct backend *b, uint64_t *bytes)
   return b->ops->allocated (b, bytes);
 }
 
+int
+backend_readings (struct backend *b, struct backend_readings *r)
+{
+  if (b->ops->readings == NULL) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  return b->ops->readings (b, r);
+}
+
 void
 backend_close (struct backend *b)
 {

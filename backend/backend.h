@@ -72,6 +72,18 @@ struct backend_identity {
 typedef int (*backend_extent_fn) (uint64_t offset, uint64_t length,
                                   uint32_t type, void *opaque);
 
+/* How fresh the figures are that a backend reads in the background
+ * (RBD: the space held and the pool's free space, backend/rbd-space.c),
+ * for the statistics: an operator must see that a figure is old, and
+ * why, during an outage.
+ */
+struct backend_readings {
+  int64_t allocated_age_ms;     /* since the last good reading; -1: none */
+  int allocated_error;          /* the last attempt's errno; 0: it worked */
+  int64_t free_age_ms;
+  int free_error;
+};
+
 struct backend_ops {
   const char *kind;
   int (*pread) (struct backend *b, void *buf, uint32_t count, uint64_t offset);
@@ -122,6 +134,8 @@ struct backend_ops {
   int (*start) (struct backend *b);
   /* Optional: the bytes the store holds for the data (backend_allocated). */
   int (*allocated) (struct backend *b, uint64_t *bytes);
+  /* Optional: how old the figures above are (backend_readings). */
+  int (*readings) (struct backend *b, struct backend_readings *r);
   /* Optional: let go of what a fork would break, and take it again
    * (backend_before_fork, backend_after_fork).
    */
@@ -262,6 +276,13 @@ extern int backend_after_fork (struct backend *b);
  * tell, or another errno (reported).
  */
 extern int backend_allocated (struct backend *b, uint64_t *bytes);
+
+/* How old the backend's background figures are, without waiting.  0,
+ * or -1 with errno ENOTSUP (silently) for a backend that reads nothing
+ * in the background (its figures are read when asked).
+ */
+extern int backend_readings (struct backend *b, struct backend_readings *r)
+  __attribute__ ((nonnull (1, 2)));
 
 /* Close the backend (NULL is allowed). */
 extern void backend_close (struct backend *b);

@@ -169,6 +169,10 @@ extern int rbd_free_space (struct backend *b, uint64_t *free,
                            uint64_t *total)
   __attribute__ ((nonnull (1, 2, 3)));
 
+/* backend_readings: the space thread's figures' age and last error. */
+extern int rbd_readings (struct backend *b, struct backend_readings *r)
+  __attribute__ ((nonnull (1, 2)));
+
 /* One request waited for within a bound (rbd-wait.c).  rbd_wait_new
  * makes the completion *c to pass to an rbd_aio_* call, and, when
  * bounce_len > 0, a buffer of that size (rbd_wait_buffer) for a read to

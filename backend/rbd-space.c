@@ -490,3 +490,26 @@ rbd_free_space (struct backend *b, uint64_t *free_bytes, uint64_t *total)
   *total = v[1];
   return 0;
 }
+
+/* The age of rd at now, -1 if never read. */
+static int64_t
+age_ms (const struct rbd_reading *rd, uint64_t now)
+{
+  return rd->at_ms ? (int64_t) (now - rd->at_ms) : -1;
+}
+
+int
+rbd_readings (struct backend *b, struct backend_readings *r)
+{
+  struct rbd_backend *h = (struct rbd_backend *) b;
+  struct rbd_space *sp = &h->space;
+  uint64_t now = monotonic_ms ();
+
+  pthread_mutex_lock (&sp->lock);
+  r->allocated_age_ms = age_ms (&sp->allocated, now);
+  r->allocated_error = sp->allocated.err;
+  r->free_age_ms = age_ms (&sp->free, now);
+  r->free_error = sp->free.err;
+  pthread_mutex_unlock (&sp->lock);
+  return 0;
+}

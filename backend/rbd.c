@@ -212,6 +212,7 @@ static const struct backend_ops rbdb_ops = {
   .allocated = rbd_allocated,
   .free_space = rbd_free_space,
   .start = rbd_space_start,
+  .readings = rbd_readings,
   .before_fork = rbd_before_fork,
   .after_fork = rbd_after_fork,
   .close = rbdb_close,
