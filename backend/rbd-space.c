@@ -411,6 +411,10 @@ rbd_space_start (struct backend *b)
   if (h->space.running || h->image == NULL)
     return 0;
   h->space.stop = false;
+  /* One reading of the space held at start, so that the statistics
+   * have a figure before anyone asked (a statsfile of a short run).
+   */
+  h->space.allocated.wanted_ms = MAX (monotonic_ms (), UINT64_C (1));
   r = pthread_create (&h->space.thread, NULL, space_thread, h);
   if (r != 0) {
     errno = r;

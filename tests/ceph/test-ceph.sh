@@ -225,7 +225,9 @@ case_verify ()
     verify_expect ident forwarded -gt 0
     verify_expect ident granularity -eq 65536
     verify_expect ident max_discard -eq 1073741824
-    verify_expect ident backend_allocated_bytes -gt 0
+    # backend_allocated_bytes is read in the background, every 5 s while
+    # asked for: the statistics at the stop of a short run may predate
+    # the writes (the xfs case polls it).
     rbd create --size 64M rbd/thin || fail "rbd create"
     VERIFY_RESTART_KEYS="thin=on granularity=64k slot=64k size=32M meta=$dir/thin.meta"
     verify_run thin rbd:rbd/thin "delay=200ms idle=0 $VERIFY_RESTART_KEYS" \
