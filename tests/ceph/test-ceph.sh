@@ -160,6 +160,10 @@ case_lock ()
     rbd create --size 64M rbd/locked || fail "rbd create"
     start_nbdkit -P "$dir/l1.pid" -U "$dir/l1.sock" "$PLUGIN" ctl=none \
         backend=rbd:rbd/locked
+    # nbdkit writes its pidfile before the plugin's after_fork, which
+    # connects again and takes the lock again: until it serves, another
+    # server could take the lock in between.
+    nbd_write "$dir/l1.sock" || { cat "$dir/nbdsh.err"; fail "the first server cannot write"; }
     KEEP_PIDS=$NBDKIT_PID
     for front in nbdkit fuse; do
         refused $front "backend=rbd:rbd/locked" \
