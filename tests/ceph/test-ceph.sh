@@ -620,9 +620,16 @@ until_ok ()
     done
 }
 
+# fresh_reading CTL: the backend's free space was read in the last second.
+fresh_reading ()
+{
+    local age
+    age=$(ctl_stat "$1" backend_free_age_ms) && [ "$age" -ge 0 ] && [ "$age" -lt 1000 ]
+}
+
 case_outage ()
 {
-    local s=$dir/o.sock ctl=$dir/o.ctl
+    local s=$dir/o.sock ctl=$dir/o.ctl age
     rbd create --size 64M rbd/outage || fail "rbd create"
     start_nbdkit -P "$dir/o.pid" -U "$s" "$PLUGIN" backend=rbd:rbd/outage \
         ctl="$ctl" rbd-timeout=3s
@@ -640,12 +647,21 @@ case_outage ()
     expect_op ok 3 "$s" read 4M 64k c
     expect_op ok 3 "$s" read 0 1M a
 
+    age=$(ctl_stat "$ctl" backend_free_age_ms)
+    [ "$age" -ge 0 ] && [ "$age" -lt 2000 ] ||
+        fail "cluster up: the free space reading is $age ms old"
     pause_daemon mon.a
-    sleep 1
+    sleep 2.5
     stats_fast "$ctl" "mon stopped"
+    # The operator sees that the figure is old (invariant 14).
+    age=$(ctl_stat "$ctl" backend_free_age_ms)
+    [ "$age" -ge 2000 ] ||
+        fail "mon stopped 2.5 s: the free space reading says it is $age ms old"
+    echo "mon stopped: stats answer at once, the free space reading $age ms old"
     expect_op ok 3 "$s" write 8M 64k d
     stats_fast "$ctl" "mon stopped, after a write"
     resume_daemon mon.a
+    until_true 30 fresh_reading "$ctl" || fail "the free space reading stays old after the mon is back"
     stop_pidfile "$dir/o.pid" nbdkit
 
     # Without ceph-mgr, a new pool has no statistics: low-water= could
