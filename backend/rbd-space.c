@@ -111,6 +111,34 @@ mon_command (struct rbd_backend *h, const char *cmd, char **text,
   return r < 0 ? -1 : 0;
 }
 
+/* Run the monitor command cmd, whose answer lists every pool under
+ * list_key, each with its id under id_key, and open this image's pool's
+ * entry into pool.  0 (free *text once done with pool), 1 when the list
+ * has no such pool (nothing to free), -1 (reported) when the command
+ * failed.
+ */
+static int
+find_pool (struct rbd_backend *h, const char *cmd, const char *list_key,
+           const char *id_key, char **text, struct jf_object *pool)
+{
+  int64_t want = h->lib->rados_ioctx_get_id (h->ioctx);
+  const struct jf_member *pools;
+  struct jf_object top;
+  struct jf_member e;
+  char *cursor = NULL;
+  uint64_t id;
+
+  if (mon_command (h, cmd, text, &top) == -1)
+    return -1;
+  pools = jf_find (&top, list_key);
+  while (pools && jf_next (pools, &cursor, &e))
+    if (jf_open (&e, pool) == 0 && jf_u64 (pool, id_key, &id) &&
+        id == (uint64_t) want)
+      return 0;
+  free (*text);
+  return 1;
+}
+
 /* The pool's MAX AVAIL as `ceph df` shows it: what it can still store
  * given its replication, its CRUSH rule's OSDs and their full ratio.
  */
@@ -118,33 +146,27 @@ static int
 pool_max_avail (struct rbd_backend *h, uint64_t *avail)
 {
   static const char cmd[] = "{\"prefix\":\"df\",\"format\":\"json\"}";
-  struct jf_object top, pool, stats;
-  const struct jf_member *pools, *figures;
-  struct jf_member e;
-  char *text, *cursor = NULL;
-  int64_t want = h->lib->rados_ioctx_get_id (h->ioctx);
-  uint64_t id;
-  int r = -1;
+  struct jf_object pool, stats;
+  const struct jf_member *figures;
+  char *text;
+  int r;
 
-  if (mon_command (h, cmd, &text, &top) == -1)
+  if ((r = find_pool (h, cmd, "pools", "id", &text, &pool)) == -1)
     return -1;
-  pools = jf_find (&top, "pools");
-  while (r == -1 && pools && jf_next (pools, &cursor, &e)) {
-    if (jf_open (&e, &pool) == 0 && jf_u64 (&pool, "id", &id) &&
-        id == (uint64_t) want &&
-        (figures = jf_find (&pool, "stats")) != NULL &&
+  if (r == 0) {
+    r = (figures = jf_find (&pool, "stats")) != NULL &&
         jf_open (figures, &stats) == 0 &&
-        jf_u64 (&stats, "max_avail", avail))
-      r = 0;
+        jf_u64 (&stats, "max_avail", avail) ? 0 : -1;
+    free (text);
   }
-  free (text);
-  if (r == -1) {
+  if (r != 0) {
     errno = ENOENT;
     space_error (h, "backend %s: pool statistics: the monitor's df has no "
                  "figures for pool %s yet (no ceph-mgr running?)",
                  h->b.identity.name, h->spec.pool);
+    return -1;
   }
-  return r;
+  return 0;
 }
 
 /* The pool's quota in bytes (0: none) and the bytes it counts against
@@ -213,30 +235,21 @@ pool_flags (struct rbd_backend *h, unsigned *flags)
 {
   static const char cmd[] =
     "{\"prefix\":\"osd pool ls\",\"detail\":\"detail\",\"format\":\"json\"}";
-  struct jf_object top, pool;
-  const struct jf_member *pools;
-  struct jf_member e;
-  char *text, *cursor = NULL;
-  int64_t want = h->lib->rados_ioctx_get_id (h->ioctx);
-  uint64_t id;
-  int r = -1;
+  struct jf_object pool;
+  char *text;
+  int r;
 
-  if (mon_command (h, cmd, &text, &top) == -1)
+  if ((r = find_pool (h, cmd, "list", "pool_id", &text, &pool)) == -1)
     return -1;
-  pools = jf_find (&top, "list");
-  while (r == -1 && pools && jf_next (pools, &cursor, &e))
-    if (jf_open (&e, &pool) == 0 && jf_u64 (&pool, "pool_id", &id) &&
-        id == (uint64_t) want) {
-      *flags = flag_bits (jf_str (&pool, "flags_names"));
-      r = 0;
-    }
-  free (text);
-  if (r == -1) {
+  if (r == 1) {
     errno = ENOENT;
     space_error (h, "backend %s: pool statistics: pool %s is not in the "
                  "OSD map", h->b.identity.name, h->spec.pool);
+    return -1;
   }
-  return r;
+  *flags = flag_bits (jf_str (&pool, "flags_names"));
+  free (text);
+  return 0;
 }
 
 /* What the pool can still take: its MAX AVAIL, or less if its quota
