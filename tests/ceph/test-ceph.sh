@@ -279,7 +279,13 @@ case_crash ()
             > "$dir/c$round.out" 2>&1 &
         local vpid=$!
         cleanup_fn stop_pid "$vpid" verify
-        wait_started "$vpid" verify 60 grep -q '^verify: running' "$dir/c$round.out"
+        # (wait_started would fail without the verifier's reason: a
+        # check of the last crash that found a mismatch ends it at start)
+        until grep -q '^verify: running' "$dir/c$round.out"; do
+            kill -0 "$vpid" 2>/dev/null ||
+                verify_failed "crash round $round, at start" "$dir/c$round.out"
+            sleep 0.1
+        done
         sleep "0.$(( 300 + RANDOM % 700 ))"
         kill -KILL "$pid"
         _stopped_pids[$pid]=1

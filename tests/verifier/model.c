@@ -120,7 +120,8 @@ add_failed_write (struct blk_state *s, uint32_t version)
   /* Zeros or the new data per sector is what a trim of it allows. */
   if (s->version == 0)
     s->may_zero = true;
-  if (!allow_version (s, version))
+  if (!allow_version (s, version) ||
+      (s->before_trim && !allow_version (s, s->before_trim)))
     *s = (struct blk_state) { .kind = BLK_UNKNOWN };
 }
 
@@ -239,7 +240,11 @@ model_complete (struct model *m, enum op_type type, uint64_t first,
       note_change (m, b, &ev);
       apply (&s, type, v, err);
       if (type == OP_TRIM && !err && m->trim_zeroes)
-        s = (struct blk_state) { .kind = BLK_DATA, .version = 0 };
+        s = (struct blk_state) {
+          .kind = BLK_DATA, .version = 0,
+          .before_trim = b->cur.kind == BLK_DATA && b->cur.version
+                         ? b->cur.version : b->cur.before_trim,
+        };
       b->cur = s;
       b->changed_seq = seq;
       /* A completed FUA command is durable, and nothing before it on
@@ -315,7 +320,7 @@ struct allowed {
   bool anything;
   bool zeros_ok;
   unsigned n;
-  uint32_t version[1 + ALT_VERSIONS + AFTER_DURABLE];
+  uint32_t version[1 + ALT_VERSIONS + AFTER_DURABLE + 2];
 };
 
 static void
@@ -333,6 +338,38 @@ allow_state (struct allowed *a, struct blk_state s)
   }
 }
 
+/* The same, read from the block's history, wherever the durable point
+ * falls and whatever a check adopted since (a pending trim reads as
+ * zeros, so a check may have adopted zeros over the old data): a write
+ * or zero that failed after a trim may have cancelled it in the
+ * journal's file without landing, so the last version written before
+ * that trim is allowed after a crash (anything, when the history is too
+ * short to name it).
+ */
+static void
+allow_before_cancelled_trim (const struct blk *b, struct allowed *a)
+{
+  unsigned n = b->nhist < HISTORY ? b->nhist : HISTORY;
+  bool failed = false, trimmed = false;
+
+  for (unsigned k = n; k-- > 0;) {
+    const struct blk_event *ev = &b->hist[(b->nhist - n + k) % HISTORY];
+
+    if (!trimmed) {
+      failed |= ev->err && (ev->type == OP_WRITE || ev->type == OP_ZERO);
+      trimmed = failed && ev->type == OP_TRIM;
+    }
+    else if (ev->type == OP_WRITE && !ev->err) {
+      a->version[a->n++] = ev->version;
+      return;
+    }
+    else if (ev->type == OP_ZERO && !ev->err)
+      return;                   /* zeros: allowed already */
+  }
+  if (trimmed)
+    a->anything = a->n == 0 && b->nhist > HISTORY;
+}
+
 /* Now, or (after_crash) after a crash: the durable state or any change
  * since, each sector on its own (a write in flight may have landed in
  * part).
@@ -342,6 +379,7 @@ allowed_contents (const struct model *m, const struct blk *b, bool after_crash,
                   struct allowed *a)
 {
   struct blk_state d;
+  bool failed_write = false;
   unsigned k;
 
   *a = (struct allowed) { .n = 0 };
@@ -361,7 +399,12 @@ allowed_contents (const struct model *m, const struct blk *b, bool after_crash,
       a->version[a->n++] = ev->version;
     else
       a->zeros_ok = true;       /* a zero, or a trim that may have run */
+    failed_write |= ev->type == OP_WRITE && ev->err;
   }
+  /* A failed write may have cancelled the durable trim (before_trim). */
+  if (failed_write && d.kind == BLK_DATA && d.before_trim)
+    a->version[a->n++] = d.before_trim;
+  allow_before_cancelled_trim (b, a);
 }
 
 static bool

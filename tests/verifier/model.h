@@ -29,7 +29,10 @@
  * With trim_zeroes (the server reads pending discards as zeros and its
  * backend's discard zeroes, whole blocks only), a completed trim leaves
  * DATA 0 instead: a TRIM the server skipped over data it believed
- * discarded (invariant 9) then shows as a mismatch.
+ * discarded (invariant 9) then shows as a mismatch.  A write that fails
+ * after it allows the content from before the trim again: its cancel
+ * may have reached the journal's file while the write never landed, and
+ * a crash then keeps neither (invariant 10).
  *
  * For the crash loop (kill -9 of the server), each block also keeps
  * its durable state, the state as of the last completed flush (a change
@@ -73,6 +76,12 @@ struct blk_state {
   uint8_t kind;                 /* enum blk_kind */
   bool may_zero;                /* zeros allowed too */
   uint32_t alt[ALT_VERSIONS];   /* more versions allowed, 0 = none */
+  /* trim_zeroes: the version a trim left zeros over (0: none).  A write
+   * that fails after it may have cancelled the trim in the journal's
+   * file without landing (invariant 10's crash of the server alone), so
+   * it allows this again with its own.
+   */
+  uint32_t before_trim;
 };
 
 struct blk {
