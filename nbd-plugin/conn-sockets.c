@@ -10,10 +10,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -101,7 +103,8 @@ struct scan {
   const char *exclude;
   struct addr listeners[MAX_LISTENERS];
   int nlisteners;
-  int shut;
+  int *fds;
+  int nfds, max;
 };
 
 static void
@@ -116,33 +119,54 @@ collect_listener (int fd, bool listening, void *opaque)
 }
 
 static void
-shut_connection (int fd, bool listening, void *opaque)
+collect_connection (int fd, bool listening, void *opaque)
 {
   struct scan *s = opaque;
   struct addr a;
 
-  if (listening || !local_addr (fd, &a))
+  if (listening || s->nfds >= s->max || !local_addr (fd, &a))
     return;
   for (int i = 0; i < s->nlisteners; i++) {
     if (same_endpoint (&a, &s->listeners[i])) {
-      /* The peer's further sends now fail (EPIPE on a Unix socket):
-       * the kernel client requeues those requests for a reconnect,
-       * while what is already queued here is still read and answered.
-       */
-      if (shutdown (fd, SHUT_RD) == 0)
-        s->shut++;
+      s->fds[s->nfds++] = fd;
       return;
     }
   }
 }
 
 int
-conn_sockets_shut_reads (const char *exclude)
+conn_sockets_find (const char *exclude, int *fds, int max)
 {
-  struct scan s = { .exclude = exclude };
+  struct scan s = { .exclude = exclude, .fds = fds, .max = max };
 
   if (each_socket (collect_listener, &s) == -1 ||
-      each_socket (shut_connection, &s) == -1)
+      each_socket (collect_connection, &s) == -1)
     return -1;
-  return s.shut;
+  return s.nfds;
+}
+
+int
+conn_sockets_queued (const int *fds, int n)
+{
+  int total = 0;
+
+  for (int i = 0; i < n; i++) {
+    int q = 0;
+
+    if (ioctl (fds[i], SIOCINQ, &q) == 0)
+      total += q;
+  }
+  return total;
+}
+
+/* The peer's further sends now fail (EPIPE on a Unix socket): the
+ * kernel client requeues those requests for a reconnect, while what is
+ * already queued here is still read and answered; then nbdkit reads
+ * end-of-file and closes the connection.
+ */
+void
+conn_sockets_shut_reads (const int *fds, int n)
+{
+  for (int i = 0; i < n; i++)
+    shutdown (fds[i], SHUT_RD);
 }

@@ -6,11 +6,17 @@
 #ifndef DISCARDCACHE_CONN_SOCKETS_H
 #define DISCARDCACHE_CONN_SOCKETS_H
 
-/* shutdown(SHUT_RD) every socket accepted on one of this process's
- * listening sockets, except EXCLUDE's (a Unix path, the control
- * socket; NULL: none).  Returns how many, -1 if the descriptors cannot
- * be listed (reported).
+/* At most MAX sockets accepted on one of this process's listening
+ * sockets, except EXCLUDE's (a Unix path, the control socket; NULL:
+ * none), into FDS.  Returns how many, -1 if the descriptors cannot be
+ * listed (reported).
  */
-extern int conn_sockets_shut_reads (const char *exclude);
+extern int conn_sockets_find (const char *exclude, int *fds, int max);
+
+/* Bytes the clients sent that nobody has read yet (SIOCINQ), summed. */
+extern int conn_sockets_queued (const int *fds, int n);
+
+/* shutdown(SHUT_RD) each: see conn-sockets.c for what that does. */
+extern void conn_sockets_shut_reads (const int *fds, int n);
 
 #endif /* DISCARDCACHE_CONN_SOCKETS_H */

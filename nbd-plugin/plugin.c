@@ -257,6 +257,7 @@ static int
 discardcache_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
                     uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_pread (volume, buf, count, offset);
 }
 
@@ -264,6 +265,7 @@ static int
 discardcache_pwrite (void *handle, const void *buf, uint32_t count,
                      uint64_t offset, uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_pwrite (volume, buf, count, offset, flags & NBDKIT_FLAG_FUA);
 }
 
@@ -271,6 +273,7 @@ static int
 discardcache_zero (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_zero (volume, offset, count, flags & NBDKIT_FLAG_MAY_TRIM,
                       flags & NBDKIT_FLAG_FUA, flags & NBDKIT_FLAG_FAST_ZERO);
 }
@@ -279,12 +282,14 @@ static int
 discardcache_trim (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_trim (volume, offset, count, flags & NBDKIT_FLAG_FUA);
 }
 
 static int
 discardcache_flush (void *handle, uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_flush (volume);
 }
 
@@ -304,6 +309,7 @@ static int
 discardcache_extents (void *handle, uint32_t count, uint64_t offset,
                       uint32_t flags, struct nbdkit_extents *extents)
 {
+  plugin_stop_request (stop);
   return volume_extents (volume, offset, count, add_extent, extents);
 }
 

@@ -2,10 +2,10 @@
 /* discardcache: the stop with clients attached (see stop.h).  Order, and
  * why:
  *  1. refuse new connections (a keeper would reconnect to us);
- *  2. shutdown(SHUT_RD) each client socket: requests already sent are
- *     still read and answered, the client's later sends fail, so the
- *     kernel client requeues them for the next server instead of
- *     getting an error;
+ *  2. once the clients are quiet (below), shutdown(SHUT_RD) each client
+ *     socket: requests already sent are still read and answered, the
+ *     client's later sends fail, so the kernel client requeues them for
+ *     the next server instead of getting an error;
  *  3. when every connection has closed (or at the timeout), call
  *     nbdkit_shutdown(): nbdkit's quit would answer ESHUTDOWN to any
  *     request read but not yet handled, so it must come last;
@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,10 +32,13 @@
 #include "log.h"
 #include "stop.h"
 
-/* How often the sockets are scanned again while connections drain:
+/* How often the sockets are scanned again once their reads are shut:
  * one accepted just before the stop began is caught by the next scan.
  */
 #define RESCAN_MS 100
+/* The interval over which the clients must be seen quiet. */
+#define QUIET_MS 5
+#define MAX_CONNECTIONS 64
 
 static const int quit_signals[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
 #define NSIGNALS (sizeof quit_signals / sizeof quit_signals[0])
@@ -47,6 +51,7 @@ struct plugin_stop {
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* connections changed */
   unsigned connections;
+  _Atomic uint64_t requests;    /* requests that reached the plugin */
   bool stopping;
   bool quit_thread;
   uint64_t began_ms;
@@ -68,21 +73,19 @@ on_quit_signal (int sig)
   errno = saved_errno;
 }
 
+/* Wait up to MS for the connections to change; whether none is left. */
 static bool
-wait_closed (struct plugin_stop *ps, uint64_t deadline_ms)
+wait_closed (struct plugin_stop *ps, uint64_t ms)
 {
   bool closed;
 
   pthread_mutex_lock (&ps->lock);
-  if (ps->connections > 0 && monotonic_ms () < deadline_ms) {
+  if (ps->connections > 0 && ms > 0) {
     struct timespec ts;
-    uint64_t until = monotonic_ms () + RESCAN_MS;
 
-    if (until > deadline_ms)
-      until = deadline_ms;
     clock_gettime (CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (until - monotonic_ms ()) / 1000;
-    ts.tv_nsec += (until - monotonic_ms ()) % 1000 * 1000000;
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += ms % 1000 * 1000000;
     if (ts.tv_nsec >= 1000000000) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000;
@@ -94,21 +97,55 @@ wait_closed (struct plugin_stop *ps, uint64_t deadline_ms)
   return closed;
 }
 
+/* Quiet: nothing waits unread in the sockets, and no request reached
+ * the plugin since the last look.  nbdkit answers ESHUTDOWN to a
+ * request it has read but not yet handed to the plugin when another
+ * worker reads end-of-file on the same connection (nbdkit 1.32,
+ * protocol.c): the reads are shut only when no request can be in that
+ * gap, seen quiet twice QUIET_MS apart.
+ */
+static bool
+quiet_now (struct plugin_stop *ps, const int *fds, int n, uint64_t *seen)
+{
+  uint64_t reqs = atomic_load (&ps->requests);
+  bool quiet = conn_sockets_queued (fds, n) == 0 && reqs == *seen;
+
+  *seen = reqs;
+  return quiet;
+}
+
 static void
 drain_and_quit (struct plugin_stop *ps)
 {
-  uint64_t deadline;
+  int fds[MAX_CONNECTIONS];
+  uint64_t deadline, give_up_quiet, seen = UINT64_MAX;
+  bool was_quiet = false, shut = false;
 
   pthread_mutex_lock (&ps->lock);
   ps->stopping = true;
   ps->began_ms = monotonic_ms ();
   pthread_mutex_unlock (&ps->lock);
   deadline = ps->began_ms + ps->timeout_ms;
-  nbdkit_debug ("stop: ending the clients' reads, then quitting");
-  do {
-    if (conn_sockets_shut_reads (ps->ctl) == -1)
+  give_up_quiet = ps->began_ms + ps->timeout_ms / 2;
+  nbdkit_debug ("stop: waiting for the clients to be quiet, then ending "
+                "their reads");
+  while (!wait_closed (ps, shut ? RESCAN_MS : QUIET_MS) &&
+         monotonic_ms () < deadline) {
+    int n = conn_sockets_find (ps->ctl, fds, MAX_CONNECTIONS);
+    bool quiet;
+
+    if (n == -1)
       break;
-  } while (!wait_closed (ps, deadline) && monotonic_ms () < deadline);
+    quiet = quiet_now (ps, fds, n, &seen);
+    if ((quiet && was_quiet) || monotonic_ms () >= give_up_quiet) {
+      if (!shut && !(quiet && was_quiet))
+        nbdkit_debug ("stop: the clients were never quiet: ending their "
+                      "reads anyway");
+      conn_sockets_shut_reads (fds, n);
+      shut = true;
+    }
+    was_quiet = quiet;
+  }
   if (!wait_closed (ps, 0))
     nbdkit_error ("stop: connections still open after stop-timeout=: "
                   "quitting anyway");
@@ -216,6 +253,13 @@ plugin_stop_closed (struct plugin_stop *ps)
   ps->connections--;
   pthread_cond_broadcast (&ps->cond);
   pthread_mutex_unlock (&ps->lock);
+}
+
+void
+plugin_stop_request (struct plugin_stop *ps)
+{
+  if (ps)
+    atomic_fetch_add_explicit (&ps->requests, 1, memory_order_relaxed);
 }
 
 bool

@@ -27,6 +27,9 @@ extern struct plugin_stop *plugin_stop_start (uint64_t timeout_ms,
 extern void plugin_stop_opened (struct plugin_stop *ps);
 extern void plugin_stop_closed (struct plugin_stop *ps);
 
+/* A request reached the plugin (each data callback). */
+extern void plugin_stop_request (struct plugin_stop *ps);
+
 /* Whether a stop has begun: new connections are refused (.preconnect). */
 extern bool plugin_stop_stopping (struct plugin_stop *ps);
 
