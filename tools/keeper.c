@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,41 @@ read_pidfile (const char *path)
   return pid;
 }
 
+/* Whether PID is gone (or a zombie nobody reaped yet). */
+static bool
+gone (pid_t pid)
+{
+  char path[64], state = 0;
+  FILE *fp;
+
+  if (kill (pid, 0) == -1)
+    return true;
+  snprintf (path, sizeof path, "/proc/%ld/stat", (long) pid);
+  fp = fopen (path, "re");
+  if (fp == NULL)
+    return true;
+  if (fscanf (fp, "%*d (%*[^)]) %c", &state) != 1)
+    state = 0;
+  fclose (fp);
+  return state == 'Z';
+}
+
+/* The keeper's SIGTERM and its exit, before the disconnect: a keeper
+ * still running would take the disconnect's dead sockets for a
+ * restart.
+ */
+static void
+stop_keeper (pid_t pid)
+{
+  if (kill (pid, SIGTERM) == -1) {
+    if (errno != ESRCH)
+      dc_error ("keeper %ld: %m", (long) pid);
+    return;
+  }
+  for (int i = 0; i < 500 && !gone (pid); i++)
+    usleep (10000);
+}
+
 int
 keeper_detach (const char *device)
 {
@@ -331,8 +367,7 @@ keeper_detach (const char *device)
    */
   if (pidfile_path (index, path, sizeof path) == 0 &&
       (pid = read_pidfile (path)) > 0) {
-    if (kill (pid, SIGTERM) == -1 && errno != ESRCH)
-      dc_error ("keeper %ld: %m", (long) pid);
+    stop_keeper (pid);
     unlink (path);
   }
   r = nbd_nl_disconnect (nl, index);

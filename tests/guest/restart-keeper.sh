@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Inside the guest (tests/guest/run): restarts under a mounted
+# filesystem through the keeper (issue 37).  discardcache on a file, the
+# device attached with `discardctl attach --connections=2`, XFS mounted
+# with -o discard, a writer that fsyncs files without a pause
+# (restart-writer.py); then TERMS restarts by SIGTERM and one by kill -9,
+# each new server started on the same socket with the same state=.
+# Checked: the writer saw no error; each SIGTERM stop ended within
+# stop-timeout= + 1 s; after a clean unmount xfs_repair -n is clean and
+# every file the writer kept is intact.  Printed: each stop's time and
+# the longest write+fsync around each restart (the pause it caused).
+#
+#   restart-keeper.sh [TERMS]
+source "$abs_top_srcdir/tests/functions.sh"
+source "$GUEST_LIB"
+
+terms=${1:-3}
+STOP_MS=2000
+W=/tmp/rk
+mkdir -p $W /mnt/rk
+out=$GUEST_OUT/restart
+: > "$out.result"
+exec 2> >(tee -a "$GUEST_OUT/restart.log" >&2)
+
+[ -e /dev/nbd0 ] || modprobe nbd || fail "modprobe nbd failed"
+truncate -s 1G $W/disk.img
+
+# nbdkit leaves its socket behind, and will not bind over it.
+server ()
+{
+    rm -f $W/dc.sock
+    "$NBDKIT" -f -U $W/dc.sock -P $W/dc.pid "$PLUGIN" backend=$W/disk.img \
+        state=$W/state ctl=$W/dc.ctl stop-timeout=${STOP_MS}ms \
+        2>>"$GUEST_OUT/nbdkit.log" &
+    SERVER=$!
+    wait_started "$SERVER" nbdkit 30 test -S $W/dc.sock
+}
+
+# The device, the mount and the writer are torn down whatever happens.
+teardown ()
+{
+    touch $W/stop
+    umount_if_mounted /mnt/rk
+    "$DISCARDCTL" detach /dev/nbd0 2>/dev/null
+    [ -n "${SERVER:-}" ] && stop_pid "$SERVER" nbdkit
+}
+cleanup_fn teardown
+
+server
+export DISCARDCACHE_KEEPER_DIR=$W
+"$DISCARDCTL" attach $W/dc.sock /dev/nbd0 --connections=2 --dead-timeout=60s \
+    --log="$GUEST_OUT/keeper.log" || fail "discardctl attach failed"
+[ "$(cat /sys/block/nbd0/size)" -eq $(( 1 << 21 )) ] || fail "nbd0 has the wrong size"
+[ -s $W/nbd0.keeper.pid ] || fail "no keeper pidfile"
+mkfs.xfs -q /dev/nbd0 || fail "mkfs.xfs failed"
+mount -o discard /dev/nbd0 /mnt/rk || fail "mount failed"
+
+/usr/bin/python3 "$abs_top_srcdir/tests/guest/restart-writer.py" write /mnt/rk $W $W/stop &
+writer=$!
+sleep 3
+
+# restart HOW: stop the server (TERM or KILL) and start the next one.
+restart ()
+{
+    local t0 t1 t2
+    t0=$(date +%s%N)
+    kill -"$1" "$SERVER"
+    wait "$SERVER"
+    t1=$(date +%s%N)
+    server
+    t2=$(date +%s%N)
+    RESTARTS+=("$1 $(( t0 / 1000000 )) $(( (t1 - t0) / 1000000 )) $(( (t2 - t1) / 1000000 ))")
+    sleep 3
+}
+RESTARTS=()
+for (( i = 0; i < terms; i++ )); do restart TERM; done
+restart KILL
+touch $W/stop
+wait "$writer"
+
+# Each restart: the stop's and the start's times, and the longest
+# write+fsync that began from 1 s before it to 3 s after.
+bad_stop=0
+for r in "${RESTARTS[@]}"; do
+    read -r how at stop start <<< "$r"
+    pause=$(awk -v a="$at" '$1 * 1000 >= a - 1000 && $1 * 1000 <= a + 3000 && $2 > m { m = $2 }
+                          END { printf "%d", m * 1000 }' $W/latency)
+    echo "restart by $how: stop $stop ms, start $start ms, longest write+fsync $pause ms" |
+        tee -a "$out.result"
+    [ "$how" = KILL ] || [ "$stop" -le $(( STOP_MS + 1000 )) ] || bad_stop=1
+done
+ops=$(wc -l < $W/latency)
+errors=$(wc -l < $W/errors)
+echo "writer: $ops write+fsync, $errors errors" | tee -a "$out.result"
+[ "$errors" -eq 0 ] || fail "the writer saw errors: $(head -5 $W/errors)"
+[ "$bad_stop" -eq 0 ] || fail "a SIGTERM stop took more than $(( STOP_MS + 1000 )) ms"
+dmesg | grep -E "nbd0|XFS" | tail -20 > "$GUEST_OUT/restart.dmesg"
+grep -q "I/O error" "$GUEST_OUT/restart.dmesg" && fail "the kernel logged I/O errors"
+
+umount /mnt/rk || fail "umount failed"
+xfs_repair -n /dev/nbd0 > $W/repair.log 2>&1 || fail "xfs_repair -n: $(tail -5 $W/repair.log)"
+mount /dev/nbd0 /mnt/rk || fail "mount again failed"
+/usr/bin/python3 "$abs_top_srcdir/tests/guest/restart-writer.py" verify /mnt/rk $W |
+    tee -a "$out.result"
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail "files lost or damaged"
+umount /mnt/rk
+"$DISCARDCTL" detach /dev/nbd0 || fail "discardctl detach failed"
+keeper=$(pgrep -f "discardctl attach $W/dc.sock" || true)
+[ -z "$keeper" ] || fail "the keeper is still running after detach (pid $keeper)"
+echo "restart-keeper: ok" | tee -a "$out.result"
