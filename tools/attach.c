@@ -45,7 +45,7 @@ parse_attach (int argc, char **argv, struct keeper_options *o)
   uint64_t n;
   int c;
 
-  optind = 1;
+  optind = 0;                  /* GNU getopt: start again, permuting */
   opterr = 0;
   while ((c = getopt_long (argc, argv, ":C:t:fl:", opts, NULL)) != -1) {
     switch (c) {

@@ -4,7 +4,10 @@
  * the kernel holds I/O instead of failing it; the keeper hears the
  * link-dead events, connects to whatever server listens on the same
  * path next, and gives the device the new sockets (NBD_CMD_RECONFIGURE,
- * one per dead connection, until the kernel says none is dead).  It
+ * one per dead connection).  The kernel answers a reconfigure with no
+ * dead connection to replace with success all the same (nbd.c turns
+ * its -ENOSPC into 0), so the keeper counts the link-dead events: one
+ * per connection that dies, each answered by one new socket.  It
  * holds no state the device needs: killing it only loses the reconnect.
  */
 #include <config.h>
@@ -38,7 +41,7 @@ struct keeper {
   uint32_t index;
   struct nbd_export_info info;
   int sigfd;
-  int retrying;                /* 1: some connection is dead */
+  int dead;                    /* connections the kernel said died */
   uint64_t reconnects;
 };
 
@@ -128,8 +131,8 @@ connect_device (struct keeper *k)
   return r;
 }
 
-/* One dead connection replaced: 1 more may be dead, 0 none is, -1 the
- * server is not there (yet).
+/* One dead connection replaced: 0, or -1 when the server is not there
+ * (yet) or the kernel refused.
  */
 static int
 replace_one (struct keeper *k)
@@ -149,23 +152,19 @@ replace_one (struct keeper *k)
   }
   r = nbd_nl_reconfigure (k->nl, k->index, &fd, 1);
   close (fd);
-  if (r == 0) {
-    k->reconnects++;
-    dc_debug ("nbd%" PRIu32 ": a connection replaced (%" PRIu64 " so far)",
-              k->index, k->reconnects);
-    return 1;
-  }
-  return errno == ENOSPC ? 0 : -1;
+  if (r == -1)
+    return -1;
+  k->reconnects++;
+  dc_debug ("nbd%" PRIu32 ": a connection replaced (%" PRIu64 " so far)",
+            k->index, k->reconnects);
+  return 0;
 }
 
 static void
 reconnect (struct keeper *k)
 {
-  int r;
-
-  while ((r = replace_one (k)) == 1)
-    ;
-  k->retrying = r == -1;
+  while (k->dead > 0 && replace_one (k) == 0)
+    k->dead--;
 }
 
 static int
@@ -196,7 +195,7 @@ keep (struct keeper *k)
   };
 
   for (;;) {
-    int n = poll (p, 2, k->retrying ? RETRY_MS : -1);
+    int n = poll (p, 2, k->dead > 0 ? RETRY_MS : -1);
 
     if (n == -1 && errno != EINTR) {
       dc_error ("keeper: poll: %m");
@@ -208,10 +207,11 @@ keep (struct keeper *k)
       n = nbd_nl_read_events (k->nl, k->index);
       if (n == -1)
         return -1;
-      k->retrying |= n > 0;
+      k->dead += n;
+      if (k->dead > k->o->connections)
+        k->dead = k->o->connections;
     }
-    if (k->retrying)
-      reconnect (k);
+    reconnect (k);
   }
 }
 

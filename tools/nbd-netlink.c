@@ -56,7 +56,7 @@ on_ack (struct nl_msg *msg, void *arg)
 
 /* Send MSG (freed here) and wait for the kernel's ack or error. */
 static int
-transact (struct nbd_nl *nl, struct nl_msg *msg, const char *what, bool quiet)
+transact (struct nbd_nl *nl, struct nl_msg *msg, const char *what)
 {
   struct outcome o = { 0, false };
   struct nl_cb *cb = nl_cb_alloc (NL_CB_DEFAULT);
@@ -79,9 +79,8 @@ transact (struct nbd_nl *nl, struct nl_msg *msg, const char *what, bool quiet)
     o.error = EIO;
   if (o.error == 0)
     return 0;
-  if (!quiet)
-    dc_error ("nbd %s: %s", what, r < 0 && o.error == EIO ? nl_geterror (r)
-                                                          : strerror (o.error));
+  dc_error ("nbd %s: %s", what, r < 0 && o.error == EIO ? nl_geterror (r)
+                                                        : strerror (o.error));
   errno = o.error;
   return -1;
 }
@@ -212,7 +211,7 @@ nbd_nl_connect (struct nbd_nl *nl, const struct nbd_nl_config *c)
       nla_put_u64 (msg, NBD_ATTR_DEAD_CONN_TIMEOUT, c->dead_timeout_s) < 0 ||
       put_sockets (msg, c->fds, c->nfds) == -1)
     return no_room (msg, "connect");
-  return transact (nl, msg, "connect", false);
+  return transact (nl, msg, "connect");
 }
 
 int
@@ -220,17 +219,10 @@ nbd_nl_reconfigure (struct nbd_nl *nl, uint32_t index, const int *fds,
                     int nfds)
 {
   struct nl_msg *msg = new_msg (nl, NBD_CMD_RECONFIGURE, index);
-  int r;
 
   if (msg == NULL || put_sockets (msg, fds, nfds) == -1)
     return no_room (msg, "reconfigure");
-  /* ENOSPC: every connection is alive, nothing to replace: not an
-   * error for the caller, which tries until it sees it.
-   */
-  r = transact (nl, msg, "reconfigure", true);
-  if (r == -1 && errno != ENOSPC)
-    dc_error ("nbd reconfigure: %m");
-  return r;
+  return transact (nl, msg, "reconfigure");
 }
 
 int
@@ -240,7 +232,7 @@ nbd_nl_disconnect (struct nbd_nl *nl, uint32_t index)
 
   if (msg == NULL)
     return no_room (msg, "disconnect");
-  return transact (nl, msg, "disconnect", false);
+  return transact (nl, msg, "disconnect");
 }
 
 int

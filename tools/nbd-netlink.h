@@ -33,8 +33,10 @@ extern void nbd_nl_close (struct nbd_nl *nl);
  */
 extern int nbd_nl_connect (struct nbd_nl *nl, const struct nbd_nl_config *c);
 
-/* NBD_CMD_RECONFIGURE with new sockets, each replacing a dead one.
- * -1 with errno ENOSPC (reported by nobody) when no connection was dead.
+/* NBD_CMD_RECONFIGURE with new sockets, each replacing a dead one.  The
+ * kernel answers success when no connection was dead (the socket is
+ * then dropped): the caller knows how many are.  -1 with errno,
+ * reported.
  */
 extern int nbd_nl_reconfigure (struct nbd_nl *nl, uint32_t index,
                                const int *fds, int nfds);

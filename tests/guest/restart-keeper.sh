@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Inside the guest (tests/guest/run): restarts under a mounted
 # filesystem through the keeper (issue 37).  discardcache on a file, the
-# device attached with `discardctl attach --connections=2`, XFS mounted
+# device attached with `discardctl attach --connections=2` (CONNECTIONS), XFS mounted
 # with -o discard, a writer that fsyncs files without a pause
 # (restart-writer.py); then TERMS restarts by SIGTERM and one by kill -9,
 # each new server started on the same socket with the same state=.
@@ -11,11 +11,11 @@
 # every file the writer kept is intact.  Printed: each stop's time and
 # the longest write+fsync around each restart (the pause it caused).
 #
-#   restart-keeper.sh [TERMS]
+#   restart-keeper.sh [TERMS [CONNECTIONS]]
 source "$abs_top_srcdir/tests/functions.sh"
 source "$GUEST_LIB"
 
-terms=${1:-3}
+terms=${1:-3} conns=${2:-2}
 STOP_MS=2000
 W=/tmp/rk
 mkdir -p $W /mnt/rk
@@ -49,7 +49,7 @@ cleanup_fn teardown
 
 server
 export DISCARDCACHE_KEEPER_DIR=$W
-"$DISCARDCTL" attach $W/dc.sock /dev/nbd0 --connections=2 --dead-timeout=60s \
+"$DISCARDCTL" attach $W/dc.sock /dev/nbd0 --connections=$conns --dead-timeout=60s \
     --log="$GUEST_OUT/keeper.log" || fail "discardctl attach failed"
 [ "$(cat /sys/block/nbd0/size)" -eq $(( 1 << 21 )) ] || fail "nbd0 has the wrong size"
 [ -s $W/nbd0.keeper.pid ] || fail "no keeper pidfile"
@@ -78,6 +78,19 @@ for (( i = 0; i < terms; i++ )); do restart TERM; done
 restart KILL
 touch $W/stop
 wait "$writer"
+
+# The keeper replaced every connection after each restart, and is idle
+# now: no handshakes in a loop (the kernel answers success to a
+# reconfigure with nothing to replace, so only the keeper's own count
+# of dead connections stops it).
+keeper=$(cat $W/nbd0.keeper.pid)
+cpu () { awk '{ print $14 + $15 }' "/proc/$keeper/stat"; }
+c0=$(cpu); sleep 2; c1=$(cpu)
+[ $(( c1 - c0 )) -le 10 ] || fail "the keeper used $(( c1 - c0 )) ticks in 2 s while idle"
+reconnected=$(dmesg | grep -c "nbd0: reconnected socket")
+echo "sockets handed to the device: $reconnected ($conns a restart)" | tee -a "$out.result"
+[ "$reconnected" -ge $(( conns * (terms + 1) )) ] ||
+    fail "$reconnected sockets reconnected, $(( conns * (terms + 1) )) expected"
 
 # Each restart: the stop's and the start's times, and the longest
 # write+fsync that began from 1 s before it to 3 s after.
