@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: discardctl attach SOCKET /dev/nbdN [--connections=N]
- * [--dead-timeout=DURATION] [--foreground] [--log=FILE], and discardctl
- * detach /dev/nbdN: the command lines, the keeper does the work.
+ * [--dead-timeout=DURATION] [--foreground] [--log=FILE] [--adopt], and
+ * discardctl detach /dev/nbdN: the command lines; the keeper does the
+ * work.
  */
 #include <config.h>
 
@@ -27,7 +28,8 @@ usage (const char *msg)
 {
   fprintf (stderr, "discardctl: %s\n"
            "Usage: discardctl attach SOCKET /dev/nbdN [--connections=N] "
-           "[--dead-timeout=DURATION] [--foreground] [--log=FILE]\n"
+           "[--dead-timeout=DURATION] [--foreground] [--log=FILE] "
+           "[--adopt]\n"
            "       discardctl detach /dev/nbdN\n", msg);
   return EXIT_USAGE;
 }
@@ -40,6 +42,7 @@ parse_attach (int argc, char **argv, struct keeper_options *o)
     { "dead-timeout", required_argument, NULL, 't' },
     { "foreground", no_argument, NULL, 'f' },
     { "log", required_argument, NULL, 'l' },
+    { "adopt", no_argument, NULL, 'a' },
     { NULL, 0, NULL, 0 },
   };
   uint64_t n;
@@ -47,7 +50,7 @@ parse_attach (int argc, char **argv, struct keeper_options *o)
 
   optind = 0;                  /* GNU getopt: start again, permuting */
   opterr = 0;
-  while ((c = getopt_long (argc, argv, ":C:t:fl:", opts, NULL)) != -1) {
+  while ((c = getopt_long (argc, argv, ":C:t:fl:a", opts, NULL)) != -1) {
     switch (c) {
     case 'C':
       if (parse_count ("--connections", optarg, 16, &n) == -1 || n == 0)
@@ -61,6 +64,7 @@ parse_attach (int argc, char **argv, struct keeper_options *o)
       break;
     case 'f': o->foreground = true; break;
     case 'l': o->log = optarg; break;
+    case 'a': o->adopt = true; break;
     default: return usage ("attach: unknown option or missing value");
     }
   }

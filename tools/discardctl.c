@@ -43,7 +43,7 @@
   "  forget-clean [--json]     forget what the backend has discarded, so\n" \
   "                            that every later TRIM reaches it again\n" \
   "  attach SOCKET /dev/nbdN [--connections=N] [--dead-timeout=DURATION]\n" \
-  "        [--foreground] [--log=FILE]\n" \
+  "        [--foreground] [--log=FILE] [--adopt]\n" \
   "                            connect the kernel's NBD device to the\n" \
   "                            server at SOCKET, reconnecting across its\n" \
   "                            restarts (a keeper process stays)\n" \

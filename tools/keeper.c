@@ -125,6 +125,19 @@ connect_device (struct keeper *k)
     .fds = fds, .nfds = n,
   };
   r = nbd_nl_connect (k->nl, &c);
+  /* --adopt: a device connected before (by a keeper that died) is
+   * kept as it is.  Any of its connections may be dead already, with
+   * their events gone: each is offered a socket once (the kernel drops
+   * those it has no dead slot for).
+   */
+  if (r == -1 && errno == EBUSY && o->adopt) {
+    dc_debug ("nbd%" PRIu32 ": connected already: adopted", k->index);
+    k->dead = o->connections;
+    r = 0;
+  }
+  else if (r == -1 && errno == EBUSY)
+    dc_error ("%s is connected already (--adopt keeps it as it is)",
+              o->device);
  out:
   /* The kernel holds its own references to the sockets. */
   close_all (fds, n);

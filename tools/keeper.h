@@ -15,10 +15,12 @@ struct keeper_options {
   int connections;             /* 1 or more */
   uint64_t dead_timeout_ms;    /* the kernel holds I/O this long */
   bool foreground;             /* keep the keeper in this process */
+  bool adopt;                  /* a device already connected: keep it */
   const char *log;             /* the daemon's stderr, NULL: /dev/null */
 };
 
-/* Handshake, connect the device, and return once it is ready, leaving
+/* Handshake, connect the device (with adopt, a device connected
+ * already is kept), and return once it is ready, leaving
  * the keeper (in a child, or in this process until a signal with
  * foreground).  Returns 0 or -1 with the error reported.
  */

@@ -54,9 +54,12 @@ on_ack (struct nl_msg *msg, void *arg)
   return NL_STOP;
 }
 
-/* Send MSG (freed here) and wait for the kernel's ack or error. */
+/* Send MSG (freed here) and wait for the kernel's ack or error; the
+ * error reported unless it is QUIET_ERRNO.
+ */
 static int
-transact (struct nbd_nl *nl, struct nl_msg *msg, const char *what)
+transact (struct nbd_nl *nl, struct nl_msg *msg, const char *what,
+          int quiet_errno)
 {
   struct outcome o = { 0, false };
   struct nl_cb *cb = nl_cb_alloc (NL_CB_DEFAULT);
@@ -79,8 +82,9 @@ transact (struct nbd_nl *nl, struct nl_msg *msg, const char *what)
     o.error = EIO;
   if (o.error == 0)
     return 0;
-  dc_error ("nbd %s: %s", what, r < 0 && o.error == EIO ? nl_geterror (r)
-                                                        : strerror (o.error));
+  if (o.error != quiet_errno)
+    dc_error ("nbd %s: %s", what, r < 0 && o.error == EIO ? nl_geterror (r)
+                                                          : strerror (o.error));
   errno = o.error;
   return -1;
 }
@@ -211,7 +215,7 @@ nbd_nl_connect (struct nbd_nl *nl, const struct nbd_nl_config *c)
       nla_put_u64 (msg, NBD_ATTR_DEAD_CONN_TIMEOUT, c->dead_timeout_s) < 0 ||
       put_sockets (msg, c->fds, c->nfds) == -1)
     return no_room (msg, "connect");
-  return transact (nl, msg, "connect");
+  return transact (nl, msg, "connect", EBUSY);
 }
 
 int
@@ -222,7 +226,7 @@ nbd_nl_reconfigure (struct nbd_nl *nl, uint32_t index, const int *fds,
 
   if (msg == NULL || put_sockets (msg, fds, nfds) == -1)
     return no_room (msg, "reconfigure");
-  return transact (nl, msg, "reconfigure");
+  return transact (nl, msg, "reconfigure", 0);
 }
 
 int
@@ -232,7 +236,7 @@ nbd_nl_disconnect (struct nbd_nl *nl, uint32_t index)
 
   if (msg == NULL)
     return no_room (msg, "disconnect");
-  return transact (nl, msg, "disconnect");
+  return transact (nl, msg, "disconnect", 0);
 }
 
 int

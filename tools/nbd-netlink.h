@@ -29,7 +29,8 @@ extern struct nbd_nl *nbd_nl_open (int events);
 extern void nbd_nl_close (struct nbd_nl *nl);
 
 /* NBD_CMD_CONNECT; returns once the device is live.  -1 with errno,
- * the error reported.
+ * the error reported, except EBUSY (the device is connected already),
+ * left to the caller.
  */
 extern int nbd_nl_connect (struct nbd_nl *nl, const struct nbd_nl_config *c);
 

@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Inside the guest (tests/guest/run): restarts under a mounted
 # filesystem through the keeper (issue 37).  discardcache on a file, the
-# device attached with `discardctl attach --connections=2` (CONNECTIONS),
-# XFS (or ext4) mounted with -o discard, a writer that fsyncs files without a pause
-# (restart-writer.py); then TERMS restarts by SIGTERM and one by kill -9,
-# each new server started on the same socket with the same state=.
-# Checked: the writer saw no error; each SIGTERM stop ended within
-# stop-timeout= + 1 s; after a clean unmount xfs_repair -n (e2fsck -fn) is clean and
-# every file the writer kept is intact.  Printed: each stop's time and
-# the longest write+fsync around each restart (the pause it caused).
+# device attached with `discardctl attach --connections=CONNECTIONS`,
+# XFS (or ext4) mounted with -o discard, a writer that fsyncs files
+# without a pause (restart-writer.py); then TERMS restarts by SIGTERM
+# and one by kill -9, each new server started on the same socket with
+# the same state=; after the first, the keeper is killed and
+# `attach --adopt` takes the device over.  Checked: the writer saw no
+# error, nor did the kernel; each SIGTERM stop ended within
+# stop-timeout= + 1 s; every connection was handed back after each
+# restart and the keeper is idle after; after a clean unmount
+# xfs_repair -n (e2fsck -fn) is clean and every file the writer kept is
+# intact.  Printed: each stop's and start's time and the longest
+# write+fsync around each restart (the pause it caused).
 #
 #   restart-keeper.sh [TERMS [CONNECTIONS [xfs|ext4]]]
 source "$abs_top_srcdir/tests/functions.sh"
@@ -58,7 +62,10 @@ cleanup_fn teardown
 server
 export DISCARDCACHE_KEEPER_DIR=$W
 "$DISCARDCTL" attach $W/dc.sock /dev/nbd0 --connections=$conns --dead-timeout=60s \
-    --log="$GUEST_OUT/keeper.log" || fail "discardctl attach failed"
+    --log="$out.keeper.log" || fail "discardctl attach failed"
+# A second attach of the same device is refused, and says why.
+"$DISCARDCTL" attach $W/dc.sock /dev/nbd0 2>$W/err && fail "a second attach succeeded"
+grep -q "connected already" $W/err || fail "second attach: $(cat $W/err)"
 [ "$(cat /sys/block/nbd0/size)" -eq $(( 1 << 21 )) ] || fail "nbd0 has the wrong size"
 [ -s $W/nbd0.keeper.pid ] || fail "no keeper pidfile"
 "${mkfs[@]}" /dev/nbd0 || fail "${mkfs[*]} failed"
@@ -81,8 +88,23 @@ restart ()
     RESTARTS+=("$1 $(( t0 / 1000000 )) $(( (t1 - t0) / 1000000 )) $(( (t2 - t1) / 1000000 ))")
     sleep 3
 }
+# The keeper killed (-9) after the first restart: `attach --adopt` keeps
+# the device as it is, and the next restarts go through the new keeper.
+readopt ()
+{
+    local old
+    old=$(cat $W/nbd0.keeper.pid)
+    kill -KILL "$old"
+    "$DISCARDCTL" attach $W/dc.sock /dev/nbd0 --connections=$conns --dead-timeout=60s \
+        --adopt --log="$out.keeper.log" || fail "discardctl attach --adopt failed"
+    [ "$(cat $W/nbd0.keeper.pid)" != "$old" ] || fail "no new keeper after --adopt"
+    echo "keeper killed and adopted again" | tee -a "$out.result"
+}
 RESTARTS=()
-for (( i = 0; i < terms; i++ )); do restart TERM; done
+for (( i = 0; i < terms; i++ )); do
+    restart TERM
+    [ "$i" -eq 0 ] && readopt
+done
 restart KILL
 touch $W/stop
 wait "$writer"

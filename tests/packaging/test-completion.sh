@@ -62,7 +62,7 @@ expect "discardctl set de" delay=
 expect "discardctl set delay=5s i" idle=
 expect "discardctl set delay=5"
 expect "discardctl forget-clean --" --json
-expect "discardctl attach --" --connections= --dead-timeout= --foreground --log=
+expect "discardctl attach --" --connections= --dead-timeout= --foreground --log= --adopt
 expect "discardctl attach --d" --dead-timeout=
 
 # Each key it offers, a live server accepts.

@@ -116,8 +116,8 @@ wait_for_file "$T/run/test.nbd" || fail "no NBD socket at $T/run/test.nbd"
 # command line only).
 NBD_DEVICE=/dev/nbd0 NBD_ATTACH_ARGS=--connections=1
 unit_argv discardcache-nbd@.service ExecStart
-[ "${ARGV[1]}" = attach ] && [ "${ARGV[2]}" = "$T/run/test.nbd" ] &&
-    [ "${ARGV[3]}" = /dev/nbd0 ] ||
+[ "${ARGV[1]}" = attach ] && [ "${ARGV[2]}" = --adopt ] &&
+    [ "${ARGV[3]}" = "$T/run/test.nbd" ] && [ "${ARGV[4]}" = /dev/nbd0 ] ||
     fail "discardcache-nbd@.service does not attach to discardcache@'s socket: ${ARGV[*]}"
 "$DISCARDCTL" -s "$T/run/test.sock" stats --json >"$T/out" ||
     fail "discardctl on discardcache@test's socket failed"
