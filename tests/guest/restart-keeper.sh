@@ -15,11 +15,11 @@
 # intact.  Printed: each stop's and start's time and the longest
 # write+fsync around each restart (the pause it caused).
 #
-#   restart-keeper.sh [TERMS [CONNECTIONS [xfs|ext4]]]
+#   restart-keeper.sh [TERMS [CONNECTIONS [xfs|ext4 [KILLS]]]]
 source "$abs_top_srcdir/tests/functions.sh"
 source "$GUEST_LIB"
 
-terms=${1:-3} conns=${2:-2} fs=${3:-xfs}
+terms=${1:-3} conns=${2:-2} fs=${3:-xfs} kills=${4:-1}
 STOP_MS=2000
 W=/tmp/rk-$fs
 mkdir -p $W /mnt/rk
@@ -105,7 +105,7 @@ for (( i = 0; i < terms; i++ )); do
     restart TERM
     [ "$i" -eq 0 ] && readopt
 done
-restart KILL
+for (( i = 0; i < kills; i++ )); do restart KILL; done
 touch $W/stop
 wait "$writer"
 
@@ -119,8 +119,8 @@ c0=$(cpu); sleep 2; c1=$(cpu)
 [ $(( c1 - c0 )) -le 10 ] || fail "the keeper used $(( c1 - c0 )) ticks in 2 s while idle"
 reconnected=$(( $(dmesg | grep -c "nbd0: reconnected socket") - reconn0 ))
 echo "sockets handed to the device: $reconnected ($conns a restart)" | tee -a "$out.result"
-[ "$reconnected" -ge $(( conns * (terms + 1) )) ] ||
-    fail "$reconnected sockets reconnected, $(( conns * (terms + 1) )) expected"
+[ "$reconnected" -ge $(( conns * (terms + kills) )) ] ||
+    fail "$reconnected sockets reconnected, $(( conns * (terms + kills) )) expected"
 
 # Each restart: the stop's and the start's times, and the longest
 # write+fsync that began from 1 s before it to 3 s after.
@@ -132,6 +132,15 @@ for r in "${RESTARTS[@]}"; do
     echo "restart by $how: stop $stop ms, start $start ms, longest write+fsync $pause ms" |
         tee -a "$out.result"
     [ "$how" = KILL ] || [ "$stop" -le $(( STOP_MS + 1000 )) ] || bad_stop=1
+done
+# p50 and p99 (nearest rank) of a column of numbers on stdin.
+pct () { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "p50 %d ms, p99 %d ms", v[int((NR + 1) / 2)], v[int((NR * 99 + 99) / 100)] }'; }
+for how in TERM KILL; do
+    grep "restart by $how" "$out.result" | sed 's/.*stop \([0-9]*\) ms.*/\1/' > $W/stops
+    grep "restart by $how" "$out.result" | sed 's/.*write+fsync \([0-9]*\) ms.*/\1/' > $W/pauses
+    [ -s $W/stops ] || continue
+    echo "$how ($(wc -l < $W/stops)): stop $(pct < $W/stops); pause $(pct < $W/pauses)" |
+        tee -a "$out.result"
 done
 ops=$(wc -l < $W/latency)
 errors=$(wc -l < $W/errors)
