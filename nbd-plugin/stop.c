@@ -59,7 +59,7 @@ struct plugin_stop {
 };
 
 /* The signal handler's only way to the thread: async-signal-safe. */
-static int signal_pipe = -1;
+static volatile sig_atomic_t signal_pipe = -1;
 
 static void
 on_quit_signal (int sig)
