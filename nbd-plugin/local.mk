@@ -4,7 +4,11 @@
 plugin_LTLIBRARIES += nbd-plugin/nbdkit-discardcache-plugin.la
 nbd_plugin_nbdkit_discardcache_plugin_la_SOURCES = \
 	nbd-plugin/plugin.c \
-	nbd-plugin/log-nbdkit.c
+	nbd-plugin/conn-sockets.c \
+	nbd-plugin/conn-sockets.h \
+	nbd-plugin/log-nbdkit.c \
+	nbd-plugin/stop.c \
+	nbd-plugin/stop.h
 nbd_plugin_nbdkit_discardcache_plugin_la_CFLAGS = $(AM_CFLAGS) $(NBDKIT_CFLAGS)
 nbd_plugin_nbdkit_discardcache_plugin_la_LIBADD = libservice.la $(LIBNBD_LIBS) $(ZSTD_LIBS)
 nbd_plugin_nbdkit_discardcache_plugin_la_LDFLAGS = \

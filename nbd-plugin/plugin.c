@@ -19,6 +19,7 @@
 #include "ctl-proto.h"
 #include "keys.h"
 #include "service.h"
+#include "stop.h"
 #include "stats.h"
 #include "volume.h"
 
@@ -28,6 +29,7 @@ NBDKIT_DLL_PUBLIC int discardcache_debug_stats = 0;
 static struct service_config cfg;
 static struct service *service;
 static struct volume *volume;           /* service's, while it is open */
+static struct plugin_stop *stop;        /* the quit signals, once started */
 
 /* --help's text, written from the table of keys at load.  nbdkit copies
  * the plugin struct (the pointer to this buffer) before it calls .load
@@ -60,6 +62,8 @@ discardcache_load (void)
 static void
 discardcache_unload (void)
 {
+  plugin_stop_free (stop);
+  stop = NULL;
   service_close (service);
   service = NULL;
   volume = NULL;
@@ -99,10 +103,31 @@ discardcache_get_ready (void)
   return 0;
 }
 
+/* The quit signals are taken from nbdkit here, after it installed its
+ * own (nbdkit 1.32: set_up_signals before after_fork); without them
+ * nbdkit's stop stays, which waits for the clients.
+ */
 static int
 discardcache_after_fork (void)
 {
-  return service_start (service);
+  if (service_start (service) == -1)
+    return -1;
+  stop = plugin_stop_start (cfg.stop_timeout_ms, service_ctl_path (service));
+  return 0;
+}
+
+/* A stop under way refuses connections: a keeper reconnecting would
+ * otherwise find this server again instead of the next.
+ */
+static int
+discardcache_preconnect (int readonly)
+{
+  if (plugin_stop_stopping (stop)) {
+    nbdkit_error ("stopping: connection refused");
+    errno = ESHUTDOWN;
+    return -1;
+  }
+  return 0;
 }
 
 static void
@@ -118,7 +143,7 @@ discardcache_cleanup (void)
 
   if (service == NULL)
     return;
-  service_stop (service);
+  service_stop_within (service, plugin_stop_remaining_ms (stop));
   if (discardcache_debug_stats) {
     volume_get_stats (volume, &st);
     stats_write_lines (&st, log_stats_line, NULL);
@@ -145,7 +170,14 @@ static void *
 discardcache_open (int readonly)
 {
   /* The volume is shared by every connection; any non-NULL handle. */
+  plugin_stop_opened (stop);
   return volume;
+}
+
+static void
+discardcache_close (void *handle)
+{
+  plugin_stop_closed (stop);
 }
 
 static int64_t
@@ -225,6 +257,7 @@ static int
 discardcache_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
                     uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_pread (volume, buf, count, offset);
 }
 
@@ -232,6 +265,7 @@ static int
 discardcache_pwrite (void *handle, const void *buf, uint32_t count,
                      uint64_t offset, uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_pwrite (volume, buf, count, offset, flags & NBDKIT_FLAG_FUA);
 }
 
@@ -239,6 +273,7 @@ static int
 discardcache_zero (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_zero (volume, offset, count, flags & NBDKIT_FLAG_MAY_TRIM,
                       flags & NBDKIT_FLAG_FUA, flags & NBDKIT_FLAG_FAST_ZERO);
 }
@@ -247,12 +282,14 @@ static int
 discardcache_trim (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_trim (volume, offset, count, flags & NBDKIT_FLAG_FUA);
 }
 
 static int
 discardcache_flush (void *handle, uint32_t flags)
 {
+  plugin_stop_request (stop);
   return volume_flush (volume);
 }
 
@@ -272,6 +309,7 @@ static int
 discardcache_extents (void *handle, uint32_t count, uint64_t offset,
                       uint32_t flags, struct nbdkit_extents *extents)
 {
+  plugin_stop_request (stop);
   return volume_extents (volume, offset, count, add_extent, extents);
 }
 
@@ -290,8 +328,10 @@ static struct nbdkit_plugin plugin = {
   .get_ready          = discardcache_get_ready,
   .after_fork         = discardcache_after_fork,
   .cleanup            = discardcache_cleanup,
+  .preconnect         = discardcache_preconnect,
   .dump_plugin        = discardcache_dump_plugin,
   .open               = discardcache_open,
+  .close              = discardcache_close,
   .get_size           = discardcache_get_size,
   .block_size         = discardcache_block_size,
   .can_write          = discardcache_can_write,

@@ -164,6 +164,12 @@ service_start (struct service *s)
 int
 service_stop (struct service *s)
 {
+  return service_stop_within (s, s->cfg.stop_timeout_ms);
+}
+
+int
+service_stop_within (struct service *s, uint64_t budget_ms)
+{
   struct volume_stats st;
 
   if (s->stopped)
@@ -176,7 +182,9 @@ service_stop (struct service *s)
   /* Never started (the front-end failed first): save to state= if set,
    * but spend no time forwarding.
    */
-  engine_stop (s->engine, s->started ? s->cfg.stop_timeout_ms : 0);
+  if (budget_ms > s->cfg.stop_timeout_ms)
+    budget_ms = s->cfg.stop_timeout_ms;
+  engine_stop (s->engine, s->started ? budget_ms : 0);
   if (s->cfg.statsfile == NULL || !s->started)
     return 0;
   volume_get_stats (s->volume, &st);

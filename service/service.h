@@ -104,6 +104,12 @@ extern int service_start (struct service *s);
  */
 extern int service_stop (struct service *s);
 
+/* service_stop, forwarding for at most BUDGET_MS (capped by
+ * stop-timeout=): what a front-end that already spent part of the
+ * stop's bound (draining its clients) has left.
+ */
+extern int service_stop_within (struct service *s, uint64_t budget_ms);
+
 /* Close the volume, then the engine and its backend (NULL allowed).
  * Stops first if service_stop has not run.
  */

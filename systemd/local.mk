@@ -4,6 +4,7 @@
 # are made from their .in files with the configured paths.
 systemd_units = \
 	systemd/discardcache@.service \
+	systemd/discardcache-nbd@.service \
 	systemd/discardfuse@.service \
 	systemd/discardfuse-loop@.service \
 	systemd/discardcache-prometheus.service
@@ -20,6 +21,7 @@ noinst_DATA = $(systemd_generated)
 
 EXTRA_DIST += \
 	systemd/discardcache@.service.in \
+	systemd/discardcache-nbd@.service.in \
 	systemd/discardfuse@.service.in \
 	systemd/discardfuse-loop@.service.in \
 	systemd/discardcache-prometheus.service.in \
@@ -34,6 +36,7 @@ systemd_subst = sed \
 	-e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g'
 
 systemd/discardcache@.service: systemd/discardcache@.service.in
+systemd/discardcache-nbd@.service: systemd/discardcache-nbd@.service.in
 systemd/discardfuse@.service: systemd/discardfuse@.service.in
 systemd/discardfuse-loop@.service: systemd/discardfuse-loop@.service.in
 systemd/discardcache-prometheus.service: systemd/discardcache-prometheus.service.in

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "ctl-client.h"
 #include "ctl-proto.h"
 #include "human.h"
@@ -41,6 +42,12 @@
   "  set KEY=VALUE...          change delay, minlen, idle, rate or budget\n" \
   "  forget-clean [--json]     forget what the backend has discarded, so\n" \
   "                            that every later TRIM reaches it again\n" \
+  "  attach SOCKET /dev/nbdN [--connections=N] [--dead-timeout=DURATION]\n" \
+  "        [--foreground] [--log=FILE] [--adopt]\n" \
+  "                            connect the kernel's NBD device to the\n" \
+  "                            server at SOCKET, reconnecting across its\n" \
+  "                            restarts (a keeper process stays)\n" \
+  "  detach /dev/nbdN          stop the keeper, disconnect the device\n" \
   "\n" \
   "Options:\n" \
   "  -s, --socket=SOCKET       the server's control socket (default:\n" \
@@ -569,7 +576,7 @@ parse_global (struct cmdline *cl, int argc, char **argv)
   }
   if (optind == argc)
     return usage_error ("a command is required: stats, flush, dump, pause, "
-                        "resume, set or forget-clean");
+                        "resume, set, forget-clean, attach or detach");
   return EXIT_OK;
 }
 
@@ -587,11 +594,14 @@ main (int argc, char **argv)
   if ((r = parse_global (&cl, argc, argv)) != EXIT_OK)
     return r;
   cl.command = argv[optind];
+  /* attach and detach talk to the kernel, not to a control socket. */
+  if (strcmp (cl.command, "attach") == 0 || strcmp (cl.command, "detach") == 0)
+    return attach_main (argc - optind, argv + optind);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     known |= strcmp (cl.command, commands[i]) == 0;
   if (!known)
     return usage_error ("unknown command '%s': expected stats, flush, dump, "
-                        "pause, resume, set or forget-clean", cl.command);
+                        "pause, resume, set, forget-clean, attach or detach", cl.command);
   r = parse_command_options (&cl, argc - optind, argv + optind);
   if (r == EXIT_OK && strcmp (cl.command, "set") == 0)
     r = check_assignments (&cl);

@@ -15,8 +15,25 @@ tools_discardctl_SOURCES = \
 	tools/stats-format.c \
 	tools/stats-format.h \
 	common/parse.c \
-	common/parse.h
+	common/parse.h \
+	tools/attach.c \
+	tools/attach.h
 tools_discardctl_LDADD = libctlproto.la libstatstable.la libdclogstderr.la
+# attach/detach: the keeper, when libnl-genl-3 is there.
+if HAVE_NETLINK
+tools_discardctl_SOURCES += \
+	tools/keeper.c \
+	tools/keeper.h \
+	tools/nbd-handshake.c \
+	tools/nbd-handshake.h \
+	tools/nbd-netlink.c \
+	tools/nbd-netlink.h
+tools_discardctl_CFLAGS = $(AM_CFLAGS) $(LIBNL_CFLAGS)
+tools_discardctl_LDADD += $(LIBNL_LIBS)
+else
+EXTRA_DIST += tools/keeper.c tools/keeper.h tools/nbd-handshake.c \
+	tools/nbd-handshake.h tools/nbd-netlink.c tools/nbd-netlink.h
+endif
 
 man1_MANS += tools/discardctl.1
 EXTRA_DIST += tools/discardctl.pod

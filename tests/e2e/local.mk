@@ -74,8 +74,10 @@ EXTRA_DIST += $(PROTECT_TESTS) tests/e2e/protect-lib.sh
 
 # The small-extent policy's bounded stop (issue 23): many tiny extents
 # pending.
-TESTS += tests/e2e/test-small-stop.sh
-EXTRA_DIST += tests/e2e/test-small-stop.sh
+TESTS += tests/e2e/test-small-stop.sh tests/e2e/test-stop-attached.sh \
+	tests/e2e/test-nbd-handshake.sh
+EXTRA_DIST += tests/e2e/test-small-stop.sh tests/e2e/test-stop-attached.sh \
+	tests/e2e/test-nbd-handshake.sh
 
 # Thin mode's end-to-end tests beyond the plugin's list in tests/local.mk.
 THIN_TESTS = tests/e2e/test-thin-reserve.sh

@@ -46,7 +46,8 @@ expect ()
     [ "$got" = "$want" ] || fail "completing '$line': got '$got', expected '$want'"
 }
 
-expect "discardctl " stats flush dump pause resume set -s --socket= -h --help -V --version
+expect "discardctl " stats flush dump pause resume set forget-clean attach detach \
+    -s --socket= -h --help -V --version
 expect "discardctl st" stats
 expect "discardctl -s /x.sock fl" flush
 expect "discardctl stats --" --json --format= --watch --watch= --count= --file=
@@ -60,6 +61,9 @@ expect "discardctl set " delay= minlen= idle= rate= budget=
 expect "discardctl set de" delay=
 expect "discardctl set delay=5s i" idle=
 expect "discardctl set delay=5"
+expect "discardctl forget-clean --" --json
+expect "discardctl attach --" --connections= --dead-timeout= --foreground --log= --adopt
+expect "discardctl attach --d" --dead-timeout=
 
 # Each key it offers, a live server accepts.
 truncate -s 16M "$dir/disk"

@@ -39,7 +39,7 @@ done
 [ -z "$(find "$dest" -name '*.8' -o -name '*.la' -o -path '*/sbin/*')" ] ||
     fail "left over from before: $(find "$dest" -name '*.8' -o -name '*.la' -o -path '*/sbin/*')"
 if [ "$unitdir" != no ]; then
-    for u in discardcache@.service discardfuse@.service discardfuse-loop@.service \
+    for u in discardcache@.service discardcache-nbd@.service discardfuse@.service discardfuse-loop@.service \
              discardcache-prometheus.service discardcache-prometheus.timer; do
         has "$unitdir/$u"
     done

@@ -30,7 +30,7 @@ man1dir=$(make_dir man1dir)
 [ "$unitdir" != no ] || skip "configured --with-systemdsystemunitdir=no"
 install_tree "$dest"
 
-units="discardcache@.service discardfuse@.service discardfuse-loop@.service
+units="discardcache@.service discardcache-nbd@.service discardfuse@.service discardfuse-loop@.service
   discardcache-prometheus.service discardcache-prometheus.timer"
 mkdir "$T/units"
 for u in $units; do
@@ -112,6 +112,13 @@ nbdkit_pid=$!
 cleanup_fn stop_pid "$nbdkit_pid" "nbdkit (discardcache@test)"
 wait_for_ctl "$T/run/test.sock"
 wait_for_file "$T/run/test.nbd" || fail "no NBD socket at $T/run/test.nbd"
+# discardcache-nbd@test attaches to that socket (no kernel NBD here: the
+# command line only).
+NBD_DEVICE=/dev/nbd0 NBD_ATTACH_ARGS=--connections=1
+unit_argv discardcache-nbd@.service ExecStart
+[ "${ARGV[1]}" = attach ] && [ "${ARGV[2]}" = --adopt ] &&
+    [ "${ARGV[3]}" = "$T/run/test.nbd" ] && [ "${ARGV[4]}" = /dev/nbd0 ] ||
+    fail "discardcache-nbd@.service does not attach to discardcache@'s socket: ${ARGV[*]}"
 "$DISCARDCTL" -s "$T/run/test.sock" stats --json >"$T/out" ||
     fail "discardctl on discardcache@test's socket failed"
 grep -q '"trims":0' "$T/out" || fail "discardcache@test: $(cat "$T/out")"

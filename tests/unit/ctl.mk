@@ -15,3 +15,16 @@ tests_unit_test_ctl_proto_SOURCES = tests/unit/test-ctl-proto.c common/json-flat
 tests_unit_test_ctl_proto_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 tests_unit_test_ctl_proto_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_ctl_proto_LDADD = libctlproto.la $(CMOCKA_LIBS)
+
+# The keeper's NBD handshake, driven against nbdkit by
+# tests/e2e/test-nbd-handshake.sh (built with netlink only, as discardctl's
+# attach is).
+if HAVE_NETLINK
+check_PROGRAMS += tests/unit/nbd-handshake-probe
+tests_unit_nbd_handshake_probe_SOURCES = tests/unit/nbd-handshake-probe.c \
+	tools/nbd-handshake.c tools/nbd-handshake.h
+tests_unit_nbd_handshake_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+tests_unit_nbd_handshake_probe_LDADD = libdclogstderr.la
+else
+EXTRA_DIST += tests/unit/nbd-handshake-probe.c
+endif
