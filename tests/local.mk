@@ -5,6 +5,9 @@
 TEST_EXTENSIONS = .sh
 EXTRA_DIST += tests/functions.sh
 
+# First: the guest tests are the longest, and the parallel harness starts
+# tests in the order of TESTS.
+include tests/guest/local.mk
 include tests/unit/local.mk
 include tests/e2e/local.mk
 include tests/packaging/local.mk

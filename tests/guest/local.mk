@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The guest tests: the card's line on Debian's own kernel under QEMU, with
+# the kernel NBD client and emulated SATA, NVMe and SCSI disks
+# (tests/guest/README.md).  Each boots one guest and runs several cases
+# in it.  They skip (exit 77; under CI=true they fail) where QEMU,
+# busybox-static, nbd-client or Debian's kernels are missing.
+GUEST_TESTS = \
+	tests/guest/test-guest-sata.sh \
+	tests/guest/test-guest-nvme.sh \
+	tests/guest/test-guest-scsi.sh \
+	tests/guest/test-guest-multi.sh
+TESTS += $(GUEST_TESTS)
+EXTRA_DIST += $(GUEST_TESTS) \
+	tests/guest/README.md \
+	tests/guest/run \
+	tests/guest/prepare \
+	tests/guest/init \
+	tests/guest/mkinitramfs.py \
+	tests/guest/guest-lib.sh \
+	tests/guest/host-lib.sh \
+	tests/guest/card-lib.sh \
+	tests/guest/card-disk.sh \
+	tests/guest/card-multi.sh \
+	tests/guest/card-main.sh
+
+# The benchmark in a guest (tests/bench/guest): its own section of
+# docs/benchmarks.md, part of `make bench`.
+.PHONY: bench-guest
+bench: bench-guest
+bench-guest: all
+	$(top_srcdir)/tests/bench/guest --out '$(abs_top_srcdir)/docs/benchmarks.md' '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/guest tests/guest/card-bench.sh
