@@ -27,43 +27,24 @@
   "[--depth=N]\n" \
   "                   [--foreground] [backend=]PATH|URI [KEY=VALUE...]"
 
-/* The same test as discardfuse's: a key is a non-empty run of lower-case
- * letters, digits, '-' and '_' before the '='.
- */
-static bool
-is_key_value (const char *arg)
-{
-  size_t n = strspn (arg, "abcdefghijklmnopqrstuvwxyz0123456789-_");
-
-  return n > 0 && arg[n] == '=';
-}
-
 static int
 set_key (struct dublk *d, const char *arg)
 {
-  const char *eq = strchr (arg, '=');
-  char *key = strndup (arg, eq - arg);
-  int r;
+  int r = service_config_set_arg (&d->cfg, arg);
 
-  if (key == NULL) {
-    dc_error ("strndup: %m");
-    return -1;
-  }
-  r = service_config_set (&d->cfg, key, eq + 1);
   if (r == 1) {
-    dc_error ("unknown parameter '%s': see discardublk --help for the "
-              "accepted keys", key);
+    dc_error ("unknown parameter '%.*s': see discardublk --help for the "
+              "accepted keys", (int) strcspn (arg, "="), arg);
     errno = EINVAL;
     r = -1;
   }
-  free (key);
   return r;
 }
 
 static int
 set_word (struct dublk *d, const char *arg)
 {
-  if (is_key_value (arg))
+  if (service_arg_is_key_value (arg))
     return set_key (d, arg);
   if (d->cfg.backend) {
     dc_error ("unexpected argument '%s': the backend is %s already\n" USAGE,

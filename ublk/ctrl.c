@@ -129,22 +129,29 @@ make_cmd (unsigned dev_id, void *addr, size_t len)
   };
 }
 
+/* A command that passes the kernel a buffer, or takes one back. */
+static int
+buf_cmd (struct dublk_ctrl *c, unsigned op, unsigned dev_id, void *buf,
+         size_t len, int quiet_errno)
+{
+  struct ublksrv_ctrl_cmd cmd = make_cmd (dev_id, buf, len);
+
+  return ctrl_cmd (c, op, &cmd, quiet_errno) < 0 ? -1 : 0;
+}
+
 int
 dublk_ctrl_add (struct dublk_ctrl *c, struct ublksrv_ctrl_dev_info *info)
 {
-  struct ublksrv_ctrl_cmd cmd = make_cmd (info->dev_id, info, sizeof *info);
-
-  return ctrl_cmd (c, UBLK_CMD_ADD_DEV, &cmd, 0) < 0 ? -1 : 0;
+  return buf_cmd (c, UBLK_CMD_ADD_DEV, info->dev_id, info, sizeof *info, 0);
 }
 
 int
 dublk_ctrl_get_info (struct dublk_ctrl *c, unsigned dev_id,
                      struct ublksrv_ctrl_dev_info *info)
 {
-  struct ublksrv_ctrl_cmd cmd = make_cmd (dev_id, info, sizeof *info);
-
   memset (info, 0, sizeof *info);
-  if (ctrl_cmd (c, UBLK_CMD_GET_DEV_INFO, &cmd, ENODEV) < 0) {
+  if (buf_cmd (c, UBLK_CMD_GET_DEV_INFO, dev_id, info, sizeof *info,
+               ENODEV) == -1) {
     if (errno == ENODEV)
       dc_error ("--recover: there is no ublk device %u", dev_id);
     return -1;
@@ -156,20 +163,16 @@ int
 dublk_ctrl_set_params (struct dublk_ctrl *c, unsigned dev_id,
                        struct ublk_params *p)
 {
-  struct ublksrv_ctrl_cmd cmd = make_cmd (dev_id, p, sizeof *p);
-
-  return ctrl_cmd (c, UBLK_CMD_SET_PARAMS, &cmd, 0) < 0 ? -1 : 0;
+  return buf_cmd (c, UBLK_CMD_SET_PARAMS, dev_id, p, sizeof *p, 0);
 }
 
 int
 dublk_ctrl_get_params (struct dublk_ctrl *c, unsigned dev_id,
                        struct ublk_params *p)
 {
-  struct ublksrv_ctrl_cmd cmd = make_cmd (dev_id, p, sizeof *p);
-
   memset (p, 0, sizeof *p);
   p->len = sizeof *p;
-  return ctrl_cmd (c, UBLK_CMD_GET_PARAMS, &cmd, 0) < 0 ? -1 : 0;
+  return buf_cmd (c, UBLK_CMD_GET_PARAMS, dev_id, p, sizeof *p, 0);
 }
 
 static int

@@ -8,7 +8,8 @@ GUEST_TESTS = \
 	tests/guest/test-guest-sata.sh \
 	tests/guest/test-guest-nvme.sh \
 	tests/guest/test-guest-scsi.sh \
-	tests/guest/test-guest-multi.sh
+	tests/guest/test-guest-multi.sh \
+	tests/guest/test-guest-ublk.sh
 TESTS += $(GUEST_TESTS)
 EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/README.md \
@@ -21,7 +22,9 @@ EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/card-lib.sh \
 	tests/guest/card-disk.sh \
 	tests/guest/card-multi.sh \
-	tests/guest/card-main.sh
+	tests/guest/card-main.sh \
+	tests/guest/ublk-guest.sh \
+	tests/guest/ublk-writer.py
 
 # The benchmark in a guest (tests/bench/guest): its own section of
 # docs/benchmarks.md, part of `make bench`.

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Inside the guest (tests/guest/run, 6.12): discardublk on the first NVMe
+# disk.
+#
+#   ublk-guest.sh [--recoveries N] [--restarts N]
+#
+#   basics   the queue limits the device got (discard granularity and
+#            maximum, write-zeroes, write cache + FUA); O_DIRECT data
+#            read back; blkdiscard; blkdiscard -z reads back zeros
+#   fs       XFS and ext4: mkfs, mount -o discard, churn, fstrim,
+#            discardctl flush --wait and stats; SIGTERM (device deleted,
+#            state= saved); a new device, every file intact, fsck clean
+#   restart  XFS mounted, a writer that fsyncs; N times kill -9 and
+#            --recover, N times SIGTERM with --keep and --recover:
+#            0 errors, every file intact, fsck clean
+source "$abs_top_srcdir/tests/functions.sh"
+source "$GUEST_LIB"
+source "$abs_top_srcdir/tests/guest/card-lib.sh"
+
+recoveries=10 restarts=10 only=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --only) only=$2; shift ;;
+    --recoveries) recoveries=$2; shift ;;
+    --restarts) restarts=$2; shift ;;
+    *) fail "unknown option $1" ;;
+    esac
+    shift
+done
+DISCARDUBLK=$abs_top_builddir/ublk/discardublk
+WRITER=$abs_top_srcdir/tests/guest/ublk-writer.py
+[ -x "$DISCARDUBLK" ] || fail "$DISCARDUBLK is missing: build with liburing-dev"
+requires mkfs.xfs -V
+requires mkfs.ext4 -V
+modprobe ublk_drv || fail "modprobe ublk_drv failed on $GUEST_KERNEL"
+[ -c /dev/ublk-control ] || fail "no /dev/ublk-control after modprobe ublk_drv"
+guest_disks_load || fail "the disks did not appear"
+DISK=$(guest_disk_of nvme) || fail "no NVMe disk"
+mktempdir
+W=$TESTDIR
+CW=$W                   # card-lib.sh's working directory
+UBLK_PID= UBLK_DEV=
+
+# ublk_start ARGS...: discardublk --foreground on $DISK; sets UBLK_PID and
+# UBLK_DEV (what it printed).  Stopped by pid at exit.
+ublk_start ()
+{
+    : > "$W/ublk.out"
+    "$DISCARDUBLK" --foreground "$@" backend="$DISK" ctl="$W/ctl" \
+        statsfile="$W/stats.json" state="$W/state" \
+        > "$W/ublk.out" 2>> "$W/ublk.err" &
+    UBLK_PID=$!
+    cleanup_fn ublk_stop_pid "$UBLK_PID"
+    local i
+    for (( i = 0; i < 600; i++ )); do
+        [ -s "$W/ublk.out" ] && break
+        kill -0 "$UBLK_PID" 2>/dev/null ||
+            fail "discardublk $* exited at start: $(cat "$W/ublk.err")"
+        sleep 0.1
+    done
+    [ -s "$W/ublk.out" ] || fail "discardublk $* did not start within 60 s"
+    UBLK_DEV=$(cat "$W/ublk.out")
+    CARD_NBD=$UBLK_DEV      # card-lib.sh's mkfs, mount and fsck use it
+    [ -b "$UBLK_DEV" ] || fail "discardublk printed '$UBLK_DEV', not a block device"
+}
+
+ublk_stop_pid ()
+{
+    stop_pid "$1" discardublk
+}
+
+# ublk_stop: SIGTERM; it must exit 0 and delete the device.
+ublk_stop ()
+{
+    local status
+    _stopped_pids[$UBLK_PID]=1
+    kill -TERM "$UBLK_PID"
+    await_exit "$UBLK_PID" discardublk SIGTERM
+    wait "$UBLK_PID"; status=$?
+    [ "$status" -eq 0 ] || fail "discardublk exited $status at SIGTERM: $(cat "$W/ublk.err")"
+}
+
+queue () { cat "/sys/block/${UBLK_DEV#/dev/}/queue/$1"; }
+
+basics ()
+{
+    ublk_start
+    echo "basics: $UBLK_DEV: discard_granularity $(queue discard_granularity)," \
+         "discard_max_bytes $(queue discard_max_bytes), write_zeroes_max_bytes" \
+         "$(queue write_zeroes_max_bytes), write_cache '$(queue write_cache)', fua $(queue fua)"
+    [ "$(queue discard_granularity)" -eq "$(guest_queue "$DISK" discard_granularity)" ] ||
+        [ "$(queue discard_granularity)" -ge 4096 ] || fail "discard granularity $(queue discard_granularity)"
+    [ "$(queue discard_max_bytes)" -gt 0 ] || fail "no discard"
+    [ "$(queue write_zeroes_max_bytes)" -gt 0 ] || fail "no write-zeroes"
+    [ "$(queue write_cache)" = "write back" ] || fail "no volatile cache: the kernel would send no FLUSH"
+    [ "$(queue fua)" = 1 ] || fail "no FUA"
+    head -c 4194304 /dev/urandom > "$W/data"
+    dd if="$W/data" of="$UBLK_DEV" bs=1M oflag=direct status=none || fail "O_DIRECT write failed"
+    dd if="$UBLK_DEV" of="$W/back" bs=1M count=4 iflag=direct status=none || fail "O_DIRECT read failed"
+    cmp "$W/data" "$W/back" || fail "the data read back differs"
+    blkdiscard -o 0 -l 1M "$UBLK_DEV" || fail "blkdiscard failed"
+    blkdiscard -z -o 1M -l 1M "$UBLK_DEV" || fail "blkdiscard -z failed"
+    cmp -n 1048576 <(dd if="$UBLK_DEV" bs=1M skip=1 count=1 iflag=direct status=none) \
+        /dev/zero || fail "the zeroed range does not read back as zeros"
+    dd if="$UBLK_DEV" of="$W/back" bs=1M skip=2 count=2 iflag=direct status=none
+    cmp "$W/back" <(tail -c 2097152 "$W/data") || fail "data beside the zeroed range changed"
+    ublk_stop
+    [ ! -e "$UBLK_DEV" ] || fail "$UBLK_DEV still there after SIGTERM"
+}
+
+fs_line ()
+{
+    local fs=$1 trims
+    ublk_start
+    card_mkfs "$fs"
+    card_mount discard
+    mkdir -p "$W/fs/churn"
+    /usr/bin/python3 "$CHURN_PY" run "$W/fs/churn" "$W/manifest" --seed 38 \
+        --rounds 4 --files 40 --max-kib 512 > "$W/churn.log" ||
+        { cat "$W/churn.log" >&2; fail "$fs: churn failed"; }
+    fstrim "$W/fs" || fail "$fs: fstrim failed"
+    "$DISCARDCTL" -s "$W/ctl" flush --wait > /dev/null || fail "$fs: discardctl flush failed"
+    trims=$(ctl_stat "$W/ctl" trims)
+    echo "$fs: $trims trims in, $(ctl_stat "$W/ctl" forwarded) discards forwarded," \
+         "$(ctl_stat "$W/ctl" pending_bytes) bytes pending after flush"
+    [ "$trims" -gt 0 ] || fail "$fs: no trim reached discardublk"
+    umount "$W/fs" || fail "$fs: umount failed"
+    ublk_stop
+    [ -s "$W/stats.json" ] || fail "$fs: no statsfile after SIGTERM"
+    ublk_start
+    card_fsck "$fs"
+    card_mount discard
+    /usr/bin/python3 "$CHURN_PY" verify "$W/fs/churn" "$W/manifest" ||
+        fail "$fs: files differ after a restart"
+    umount "$W/fs" || fail "$fs: umount failed"
+    ublk_stop
+}
+
+# take_over HOW: the server goes (kill -9, or SIGTERM with --keep) under
+# the writer, and --recover takes the device over.
+take_over ()
+{
+    local id=${UBLK_DEV#/dev/ublkb} dev=$UBLK_DEV
+    if [ "$1" = kill ]; then
+        kill -KILL "$UBLK_PID"
+        wait "$UBLK_PID" 2>/dev/null
+        _stopped_pids[$UBLK_PID]=1
+    else
+        ublk_stop
+    fi
+    sleep 0.3      # the writer now waits on the kernel
+    echo "take_over $1: $(cut -d' ' -f1 /proc/uptime) s" >> "$W/steps"
+    ublk_start --keep --recover --id="$id"
+    [ "$UBLK_DEV" = "$dev" ] || fail "--recover printed $UBLK_DEV, not $dev"
+    sleep 0.7
+}
+
+restarts ()
+{
+    local i t0
+    ublk_start --keep
+    card_mkfs xfs
+    card_mount discard
+    rm -f "$W/stop"
+    /usr/bin/python3 "$WRITER" "$W/fs/w" "$W/wmanifest" "$W/stop" > "$W/writer.log" 2>&1 &
+    local writer=$!
+    cleanup_fn stop_pid "$writer" writer
+    sleep 1
+    t0=$SECONDS
+    for (( i = 0; i < recoveries; i++ )); do
+        take_over kill
+        kill -0 "$writer" 2>/dev/null || break
+    done
+    for (( i = 0; i < restarts; i++ )); do
+        take_over term
+        kill -0 "$writer" 2>/dev/null || break
+    done
+    touch "$W/stop"
+    wait "$writer"; local status=$?
+    _stopped_pids[$writer]=1
+    cat "$W/writer.log"
+    [ "$status" -eq 0 ] || fail "the writer failed across the restarts (status $status)"
+    echo "restart: $recoveries kill -9 + --recover, $restarts SIGTERM --keep + --recover" \
+         "in $(( SECONDS - t0 )) s, the writer saw no error"
+    dmesg | grep -i "ublkb.*error\|I/O error\|xfs.*shutdown" && fail "the kernel logged I/O errors"
+    umount "$W/fs" || fail "umount failed"
+    card_fsck xfs
+    card_mount discard
+    /usr/bin/python3 "$CHURN_PY" verify "$W/fs/w" "$W/wmanifest" ||
+        fail "files differ after the restarts"
+    umount "$W/fs"
+    ublk_stop
+}
+
+cleanup_fn show_steps
+show_steps ()
+{
+    [ -s "$W/steps" ] && cat "$W/steps"
+    [ -s "$W/ublk.err" ] && { echo "== discardublk's stderr"; cat "$W/ublk.err"; }
+    return 0
+}
+case ${only:-all} in
+all) basics; fs_line xfs; fs_line ext4; restarts ;;
+basics) basics ;;
+fs) fs_line xfs; fs_line ext4 ;;
+restarts) restarts ;;
+*) fail "--only $only: basics, fs or restarts" ;;
+esac
+echo "ublk-guest: all passed"
