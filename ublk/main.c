@@ -9,11 +9,12 @@
  *   ADD_DEV + SET_PARAMS, or with --recover GET_DEV_INFO + GET_PARAMS
  *     (the device must be this volume's) + START_USER_RECOVERY
  *   service_start, the queues armed, START_DEV or END_USER_RECOVERY
- *   serve until SIGTERM/SIGINT/SIGHUP
+ *   serve until SIGTERM/SIGINT/SIGHUP (or SIGUSR1: a restart)
  *   STOP_DEV (the queues serve until the kernel has let go), the
  *   queues joined, service_stop (state=, statsfile), DEL_DEV; with
- *   --keep only the queues and the service are stopped: the kernel holds
- *   the device's I/O for a later --recover.
+ *   --keep, or at SIGUSR1, only the queues and the service are stopped:
+ *   the kernel holds the device's I/O for a later --recover, and SIGUSR1
+ *   exits DUBLK_EXIT_RESTART so that a service manager starts one.
  *
  * Everything in the child is done after the fork: the kernel binds the
  * device to the process that maps its queues and fetches its requests.
@@ -38,6 +39,11 @@
  * device (START_USER_RECOVERY answers EBUSY until then).
  */
 #define RECOVER_WAIT_MS 30000
+
+/* The exit status after SIGUSR1: stopped, the device kept for a
+ * --recover (EX_TEMPFAIL; discardublk@.service restarts on it).
+ */
+#define DUBLK_EXIT_RESTART 75
 
 static int
 open_service (struct dublk *d)
@@ -209,6 +215,7 @@ block_signals (sigset_t *set)
   sigaddset (set, SIGTERM);
   sigaddset (set, SIGINT);
   sigaddset (set, SIGHUP);
+  sigaddset (set, SIGUSR1);
   signal (SIGPIPE, SIG_IGN);
   return pthread_sigmask (SIG_BLOCK, set, NULL) == 0 ? 0 : -1;
 }
@@ -259,6 +266,7 @@ shut_down (struct dublk *d, bool delete)
   return r;
 }
 
+/* 0 or DUBLK_EXIT_RESTART after a clean stop, -1 on an error. */
 static int
 serve (struct dublk *d, int ready_fd)
 {
@@ -279,6 +287,8 @@ serve (struct dublk *d, int ready_fd)
   while ((r = sigwait (&set, &sig)) == EINTR)
     ;
   dc_debug ("signal %d: stopping", sig);
+  if (sig == SIGUSR1)
+    return shut_down (d, false) == -1 ? -1 : DUBLK_EXIT_RESTART;
   return shut_down (d, !d->keep);
 }
 
@@ -306,5 +316,5 @@ main (int argc, char *argv[])
   if (d.stop_fd >= 0)
     close (d.stop_fd);
   dublk_free_args (&d);
-  return r == -1 ? EXIT_FAILURE : EXIT_SUCCESS;
+  return r == -1 ? EXIT_FAILURE : r;
 }

@@ -12,8 +12,10 @@
 #            discardctl flush --wait and stats; SIGTERM (device deleted,
 #            state= saved); a new device, every file intact, fsck clean
 #   restart  XFS mounted, a writer that fsyncs; N times kill -9 and
-#            --recover, N times SIGTERM with --keep and --recover:
-#            0 errors, every file intact, fsck clean
+#            --recover, N times a restart (SIGTERM with --keep then
+#            --recover, and every other time SIGUSR1, exit 75, then the
+#            systemd unit's start: the helper's ublk-start, which must
+#            choose --recover): 0 errors, every file intact, fsck clean
 source "$abs_top_srcdir/tests/functions.sh"
 source "$GUEST_LIB"
 source "$abs_top_srcdir/tests/guest/card-lib.sh"
@@ -41,13 +43,16 @@ mktempdir
 W=$TESTDIR
 CW=$W                   # card-lib.sh's working directory
 UBLK_PID= UBLK_DEV=
+# How discardublk starts: itself, or as discardublk@.service starts it.
+UBLK_LAUNCH=("$DISCARDUBLK" --foreground)
+HELPER=$abs_top_builddir/systemd/discardcache-helper
 
 # ublk_start ARGS...: discardublk --foreground on $DISK; sets UBLK_PID and
 # UBLK_DEV (what it printed).  Stopped by pid at exit.
 ublk_start ()
 {
     : > "$W/ublk.out"
-    "$DISCARDUBLK" --foreground "$@" backend="$DISK" ctl="$W/ctl" \
+    "${UBLK_LAUNCH[@]}" "$@" backend="$DISK" ctl="$W/ctl" \
         statsfile="$W/stats.json" state="$W/state" \
         > "$W/ublk.out" 2>> "$W/ublk.err" &
     UBLK_PID=$!
@@ -70,15 +75,16 @@ ublk_stop_pid ()
     stop_pid "$1" discardublk
 }
 
-# ublk_stop: SIGTERM; it must exit 0 and delete the device.
+# ublk_stop [SIGNAL [STATUS]]: TERM (or SIGNAL); it must exit 0 (or STATUS).
 ublk_stop ()
 {
-    local status
+    local sig=${1:-TERM} want=${2:-0} status
     _stopped_pids[$UBLK_PID]=1
-    kill -TERM "$UBLK_PID"
-    await_exit "$UBLK_PID" discardublk SIGTERM
+    kill -"$sig" "$UBLK_PID"
+    await_exit "$UBLK_PID" discardublk "SIG$sig"
     wait "$UBLK_PID"; status=$?
-    [ "$status" -eq 0 ] || fail "discardublk exited $status at SIGTERM: $(cat "$W/ublk.err")"
+    [ "$status" -eq "$want" ] ||
+        fail "discardublk exited $status at SIG$sig, not $want: $(cat "$W/ublk.err")"
 }
 
 queue () { cat "/sys/block/${UBLK_DEV#/dev/}/queue/$1"; }
@@ -137,21 +143,34 @@ fs_line ()
     ublk_stop
 }
 
-# take_over HOW: the server goes (kill -9, or SIGTERM with --keep) under
-# the writer, and --recover takes the device over.
+# take_over HOW: the server goes under the writer (kill: kill -9; term:
+# SIGTERM with --keep; usr1: SIGUSR1, exit 75) and --recover takes the
+# device over (usr1: started as discardublk@.service starts it, by the
+# helper, which must see the device and recover it).
 take_over ()
 {
     local id=${UBLK_DEV#/dev/ublkb} dev=$UBLK_DEV
-    if [ "$1" = kill ]; then
+    case $1 in
+    kill)
         kill -KILL "$UBLK_PID"
         wait "$UBLK_PID" 2>/dev/null
-        _stopped_pids[$UBLK_PID]=1
-    else
-        ublk_stop
-    fi
+        _stopped_pids[$UBLK_PID]=1 ;;
+    term) ublk_stop ;;
+    usr1) ublk_stop USR1 75 ;;
+    esac
     sleep 0.3      # the writer now waits on the kernel
     echo "take_over $1: $(cut -d' ' -f1 /proc/uptime) s" >> "$W/steps"
-    ublk_start --keep --recover --id="$id"
+    if [ "$1" = usr1 ]; then
+        local said
+        said=$(grep -c "device $id is there: recovering" "$W/ublk.err")
+        UBLK_LAUNCH=(env DISCARDUBLK="$DISCARDUBLK" "$HELPER" ublk-start "$id")
+        ublk_start --keep
+        UBLK_LAUNCH=("$DISCARDUBLK" --foreground)
+        [ "$(grep -c "device $id is there: recovering" "$W/ublk.err")" -gt "$said" ] ||
+            fail "the unit's helper did not choose --recover"
+    else
+        ublk_start --keep --recover --id="$id"
+    fi
     [ "$UBLK_DEV" = "$dev" ] || fail "--recover printed $UBLK_DEV, not $dev"
     sleep 0.7
 }
@@ -173,7 +192,7 @@ restarts ()
         kill -0 "$writer" 2>/dev/null || break
     done
     for (( i = 0; i < restarts; i++ )); do
-        take_over term
+        if (( i % 2 )); then take_over usr1; else take_over term; fi
         kill -0 "$writer" 2>/dev/null || break
     done
     touch "$W/stop"
@@ -181,7 +200,7 @@ restarts ()
     _stopped_pids[$writer]=1
     cat "$W/writer.log"
     [ "$status" -eq 0 ] || fail "the writer failed across the restarts (status $status)"
-    echo "restart: $recoveries kill -9 + --recover, $restarts SIGTERM --keep + --recover" \
+    echo "restart: $recoveries kill -9 + --recover, $restarts restarts (SIGTERM --keep or SIGUSR1, then --recover)" \
          "in $(( SECONDS - t0 )) s, the writer saw no error"
     dmesg | grep -i "ublkb.*error\|I/O error\|xfs.*shutdown" && fail "the kernel logged I/O errors"
     umount "$W/fs" || fail "umount failed"
