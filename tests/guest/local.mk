@@ -33,3 +33,10 @@ bench: bench-guest
 bench-guest: all
 	$(top_srcdir)/tests/bench/guest --out '$(abs_top_srcdir)/docs/benchmarks.md' '$(abs_top_builddir)'
 EXTRA_DIST += tests/bench/guest tests/guest/card-bench.sh
+
+# discardublk against nbd and fuse + loop in a guest (tests/bench/ublk).
+.PHONY: bench-ublk
+bench: bench-ublk
+bench-ublk: all
+	$(top_srcdir)/tests/bench/ublk --out '$(abs_top_srcdir)/docs/benchmarks.md' '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/ublk tests/guest/ublk-bench.sh
