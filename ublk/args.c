@@ -25,7 +25,8 @@
 #define USAGE \
   "usage: discardublk [--id=N] [--recover] [--keep] [--queues=N] " \
   "[--depth=N]\n" \
-  "                   [--foreground] [backend=]PATH|URI [KEY=VALUE...]"
+  "                   [--workers=N] [--foreground] [backend=]PATH|URI " \
+  "[KEY=VALUE...]"
 
 static int
 set_key (struct dublk *d, const char *arg)
@@ -66,8 +67,11 @@ print_help (void)
           "  --keep        leave the device at exit, for a later --recover\n"
           "  --queues=N    hardware queues, a thread each (default %d)\n"
           "  --depth=N     requests in flight per queue (default %d)\n"
+          "  --workers=N   threads serving each queue's requests (default %d;\n"
+          "                0: the queue's own thread, one request at a time)\n"
           "  --foreground  do not daemonise\n\n"
-          "Keys:\n", DUBLK_DEFAULT_QUEUES, DUBLK_DEFAULT_DEPTH);
+          "Keys:\n", DUBLK_DEFAULT_QUEUES, DUBLK_DEFAULT_DEPTH,
+          DUBLK_DEFAULT_WORKERS);
   service_keys_write_help (stdout, SERVICE_FRONTEND_FUSE);
   printf ("\nNeeds Linux 6.0+ with ublk_drv (6.1+ for --recover).  "
           "See discardublk(1).\n");
@@ -91,7 +95,7 @@ set_count (const char *name, const char *value, uint64_t min, uint64_t max,
   return 0;
 }
 
-enum { OPT_ID = 256, OPT_QUEUES, OPT_DEPTH };
+enum { OPT_ID = 256, OPT_QUEUES, OPT_DEPTH, OPT_WORKERS };
 
 static int
 parse_option (struct dublk *d, int c)
@@ -108,6 +112,8 @@ parse_option (struct dublk *d, int c)
     return set_count ("queues", optarg, 1, 64, &d->nr_queues);
   case OPT_DEPTH:
     return set_count ("depth", optarg, 1, 1024, &d->depth);
+  case OPT_WORKERS:
+    return set_count ("workers", optarg, 0, 256, &d->nr_workers);
   case 'r': d->recover = true; return 0;
   case 'k': d->keep = true; return 0;
   case 'f': d->foreground = true; return 0;
@@ -127,6 +133,7 @@ parse_options (struct dublk *d, int argc, char *argv[])
     { "id", required_argument, NULL, OPT_ID },
     { "queues", required_argument, NULL, OPT_QUEUES },
     { "depth", required_argument, NULL, OPT_DEPTH },
+    { "workers", required_argument, NULL, OPT_WORKERS },
     { "recover", no_argument, NULL, 'r' },
     { "keep", no_argument, NULL, 'k' },
     { "foreground", no_argument, NULL, 'f' },
@@ -155,6 +162,7 @@ dublk_parse_args (struct dublk *d, int argc, char *argv[])
   d->dev_id = -1;
   d->nr_queues = DUBLK_DEFAULT_QUEUES;
   d->depth = DUBLK_DEFAULT_DEPTH;
+  d->nr_workers = DUBLK_DEFAULT_WORKERS;
   d->cdev_fd = d->stop_fd = d->ctrl.fd = -1;
   r = parse_options (d, argc, argv);
   if (r != 0)

@@ -34,6 +34,7 @@
 #define DUBLK_MAX_IO (512 * 1024)
 #define DUBLK_DEFAULT_DEPTH 64
 #define DUBLK_DEFAULT_QUEUES 1
+#define DUBLK_DEFAULT_WORKERS 4
 
 /* The control device and its ring (ctrl.c). */
 struct dublk_ctrl {
@@ -43,6 +44,7 @@ struct dublk_ctrl {
 };
 
 struct dublk;
+struct dublk_workers;
 
 /* One hardware queue: its thread owns the ring (the kernel binds the
  * queue to the task that fetches its first request).
@@ -58,7 +60,16 @@ struct dublk_queue {
   size_t iods_len;
   char *bufs;                       /* depth buffers of DUBLK_MAX_IO */
   unsigned live;                    /* tags the kernel has not aborted */
+  struct dublk_workers *workers;    /* NULL: the queue thread serves */
+  unsigned handed;                  /* tags with the workers */
 };
+
+/* Tag tag's buffer: where a write's data is, and a read's goes. */
+static inline char *
+dublk_queue_buf (struct dublk_queue *q, unsigned tag)
+{
+  return q->bufs + (size_t) tag * DUBLK_MAX_IO;
+}
 
 struct dublk {
   /* From the command line (args.c). */
@@ -69,6 +80,7 @@ struct dublk {
   bool foreground;
   unsigned nr_queues;
   unsigned depth;
+  unsigned nr_workers;              /* per queue; 0: none */
 
   /* Set before the queues start, then only read. */
   struct service *service;
@@ -162,6 +174,19 @@ extern int dublk_params_check (const struct dublk *d,
  */
 extern int dublk_queues_start (struct dublk *d);
 extern void dublk_queues_stop (struct dublk *d);
+
+/* workers.c: threads that serve a queue's requests, so that a slow
+ * backend has several in flight.  start: NULL on failure (reported).
+ * submit: serve tag.  The eventfd (fd) is readable when tags are done;
+ * take copies them out with their results (at most the queue's depth)
+ * and returns how many.  stop: the workers joined (NULL allowed).
+ */
+extern struct dublk_workers *dublk_workers_start (struct dublk_queue *q);
+extern int dublk_workers_fd (const struct dublk_workers *w);
+extern void dublk_workers_submit (struct dublk_workers *w, unsigned tag);
+extern unsigned dublk_workers_take (struct dublk_workers *w, unsigned *tags,
+                                    int *results);
+extern void dublk_workers_stop (struct dublk_workers *w);
 
 /* io.c: serve one request through the volume.  Returns the bytes done
  * (what COMMIT_AND_FETCH reports for reads and writes) or -errno.

@@ -11,7 +11,8 @@ ublk_discardublk_SOURCES = \
 	ublk/io.c \
 	ublk/main.c \
 	ublk/params.c \
-	ublk/queue.c
+	ublk/queue.c \
+	ublk/workers.c
 ublk_discardublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
 ublk_discardublk_LDADD = libservice.la libdclogstderr.la $(LIBURING_LIBS) $(LIBNBD_LIBS)
 

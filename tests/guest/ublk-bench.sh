@@ -5,6 +5,7 @@
 # front-ends of the same engine on the same backend, a file on the
 # guest's tmpfs (so that the front-ends' costs are what differs):
 #   ublk   discardublk backend=FILE              -> /dev/ublkb0
+#   ublk0  the same with --workers=0 (the queue thread serves alone)
 #   nbd    nbdkit discardcache backend=FILE -U S  -> nbd-client -> /dev/nbd0
 #   fuse   discardfuse backend=FILE MNT           -> losetup --direct-io=on
 # Results: $GUEST_OUT/ublk-bench.result, "FRONTEND RW QD IOPS" lines.
@@ -53,14 +54,17 @@ fresh_backend ()
     dd if=/dev/urandom of="$BACK" bs=1M count=64 conv=notrunc status=none
 }
 
+# bench_ublk NAME OPTIONS...
 bench_ublk ()
 {
+    local name=$1
+    shift
     fresh_backend
-    "$DISCARDUBLK" --foreground backend="$BACK" ctl=none > "$W/ublk.out" 2> "$W/ublk.err" &
+    "$DISCARDUBLK" --foreground "$@" backend="$BACK" ctl=none > "$W/ublk.out" 2> "$W/ublk.err" &
     local pid=$!
     cleanup_fn stop_pid "$pid" discardublk
     wait_started "$pid" discardublk 60 test -s "$W/ublk.out"
-    fio_all ublk "$(cat "$W/ublk.out")"
+    fio_all "$name" "$(cat "$W/ublk.out")"
     stop_pid "$pid" discardublk
 }
 
@@ -90,7 +94,8 @@ bench_fuse ()
     stop_discardfuse "$W/mnt" "$DISCARDFUSE_PID"
 }
 
-bench_ublk
+bench_ublk ublk
+bench_ublk ublk0 --workers=0
 bench_nbd
 bench_fuse
 echo "vcpus=$(nproc) kernel=$GUEST_KERNEL" >> "$RESULT"

@@ -11,7 +11,7 @@
 #   fs       XFS and ext4: mkfs, mount -o discard, churn, fstrim,
 #            discardctl flush --wait and stats; SIGTERM (device deleted,
 #            state= saved); a new device, every file intact, fsck clean
-#   restart  XFS mounted, a writer that fsyncs; N times kill -9 and
+#   restart  XFS mounted, two writers that fsync; N times kill -9 and
 #            --recover, N times a restart (SIGTERM with --keep then
 #            --recover, and every other time SIGUSR1, exit 75, then the
 #            systemd unit's start: the helper's ublk-start, which must
@@ -182,32 +182,42 @@ restarts ()
     card_mkfs xfs
     card_mount discard
     rm -f "$W/stop"
-    /usr/bin/python3 "$WRITER" "$W/fs/w" "$W/wmanifest" "$W/stop" > "$W/writer.log" 2>&1 &
-    local writer=$!
-    cleanup_fn stop_pid "$writer" writer
+    # Two writers, so that requests overlap and the workers serve some
+    # when the server dies.
+    local writers=() w
+    for w in 1 2; do
+        /usr/bin/python3 "$WRITER" "$W/fs/w$w" "$W/wmanifest$w" "$W/stop" > "$W/writer$w.log" 2>&1 &
+        writers+=($!)
+        cleanup_fn stop_pid "$!" writer
+    done
     sleep 1
     t0=$SECONDS
     for (( i = 0; i < recoveries; i++ )); do
         take_over kill
-        kill -0 "$writer" 2>/dev/null || break
+        kill -0 "${writers[0]}" 2>/dev/null && kill -0 "${writers[1]}" 2>/dev/null || break
     done
     for (( i = 0; i < restarts; i++ )); do
         if (( i % 2 )); then take_over usr1; else take_over term; fi
-        kill -0 "$writer" 2>/dev/null || break
+        kill -0 "${writers[0]}" 2>/dev/null && kill -0 "${writers[1]}" 2>/dev/null || break
     done
     touch "$W/stop"
-    wait "$writer"; local status=$?
-    _stopped_pids[$writer]=1
-    cat "$W/writer.log"
-    [ "$status" -eq 0 ] || fail "the writer failed across the restarts (status $status)"
+    local status=0 pid
+    for pid in "${writers[@]}"; do
+        wait "$pid" || status=$?
+        _stopped_pids[$pid]=1
+    done
+    cat "$W/writer1.log" "$W/writer2.log"
+    [ "$status" -eq 0 ] || fail "a writer failed across the restarts (status $status)"
     echo "restart: $recoveries kill -9 + --recover, $restarts restarts (SIGTERM --keep or SIGUSR1, then --recover)" \
-         "in $(( SECONDS - t0 )) s, the writer saw no error"
+         "in $(( SECONDS - t0 )) s, the writers saw no error"
     dmesg | grep -i "ublkb.*error\|I/O error\|xfs.*shutdown" && fail "the kernel logged I/O errors"
     umount "$W/fs" || fail "umount failed"
     card_fsck xfs
     card_mount discard
-    /usr/bin/python3 "$CHURN_PY" verify "$W/fs/w" "$W/wmanifest" ||
-        fail "files differ after the restarts"
+    for w in 1 2; do
+        /usr/bin/python3 "$CHURN_PY" verify "$W/fs/w$w" "$W/wmanifest$w" ||
+            fail "files differ after the restarts (writer $w)"
+    done
     umount "$W/fs"
     ublk_stop
 }
