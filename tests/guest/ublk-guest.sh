@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Inside the guest (tests/guest/run, 6.12): discardublk on the first NVMe
-# disk.
+# disk (the verifier on the second, small one).
 #
-#   ublk-guest.sh [--recoveries N] [--restarts N]
+#   ublk-guest.sh [--recoveries N] [--restarts N] [--ops N] [--only PART]
 #
 #   basics   the queue limits the device got (discard granularity and
 #            maximum, write-zeroes, write cache + FUA); O_DIRECT data
@@ -11,6 +11,12 @@
 #   fs       XFS and ext4: mkfs, mount -o discard, churn, fstrim,
 #            discardctl flush --wait and stats; SIGTERM (device deleted,
 #            state= saved); a new device, every file intact, fsck clean
+#   verify   the project's verifier (tests/verifier/) through the device:
+#            verify -> qemu-nbd (--cache=none: O_DIRECT on /dev/ublkbN,
+#            its discards BLKDISCARD) -> discardublk (delay=200ms, so
+#            that discards are forwarded while it writes) -> the disk;
+#            flush, stop, start again, every block checked against the
+#            model: no discard landed on data written after it
 #   restart  XFS mounted, two writers that fsync; N times kill -9 and
 #            --recover, N times a restart (SIGTERM with --keep then
 #            --recover, and every other time SIGUSR1, exit 75, then the
@@ -20,10 +26,11 @@ source "$abs_top_srcdir/tests/functions.sh"
 source "$GUEST_LIB"
 source "$abs_top_srcdir/tests/guest/card-lib.sh"
 
-recoveries=10 restarts=10 only=
+recoveries=10 restarts=10 only= verify_ops=2000
 while [ $# -gt 0 ]; do
     case $1 in
     --only) only=$2; shift ;;
+    --ops) verify_ops=$2; shift ;;
     --recoveries) recoveries=$2; shift ;;
     --restarts) restarts=$2; shift ;;
     *) fail "unknown option $1" ;;
@@ -32,6 +39,7 @@ while [ $# -gt 0 ]; do
 done
 DISCARDUBLK=$abs_top_builddir/ublk/discardublk
 WRITER=$abs_top_srcdir/tests/guest/ublk-writer.py
+VERIFY=$abs_top_builddir/tests/verifier/verify
 [ -x "$DISCARDUBLK" ] || fail "$DISCARDUBLK is missing: build with liburing-dev"
 requires mkfs.xfs -V
 requires mkfs.ext4 -V
@@ -39,6 +47,7 @@ modprobe ublk_drv || fail "modprobe ublk_drv failed on $GUEST_KERNEL"
 [ -c /dev/ublk-control ] || fail "no /dev/ublk-control after modprobe ublk_drv"
 guest_disks_load || fail "the disks did not appear"
 DISK=$(guest_disk_of nvme) || fail "no NVMe disk"
+VDISK=$(guest_disk_of nvme 1) || fail "no second NVMe disk (the verifier's)"
 mktempdir
 W=$TESTDIR
 CW=$W                   # card-lib.sh's working directory
@@ -53,7 +62,7 @@ ublk_start ()
 {
     : > "$W/ublk.out"
     "${UBLK_LAUNCH[@]}" "$@" backend="$DISK" ctl="$W/ctl" \
-        statsfile="$W/stats.json" state="$W/state" \
+        statsfile="$W/stats.json" state="$W/$(basename "$DISK").state" \
         > "$W/ublk.out" 2>> "$W/ublk.err" &
     UBLK_PID=$!
     cleanup_fn ublk_stop_pid "$UBLK_PID"
@@ -113,6 +122,46 @@ basics ()
     cmp "$W/back" <(tail -c 2097152 "$W/data") || fail "data beside the zeroed range changed"
     ublk_stop
     [ ! -e "$UBLK_DEV" ] || fail "$UBLK_DEV still there after SIGTERM"
+}
+
+# qemu_nbd_start: serve $UBLK_DEV on $W/q.sock, O_DIRECT, discards on.
+qemu_nbd_start ()
+{
+    rm -f "$W/q.sock"
+    qemu-nbd -f raw --cache=none --aio=threads --discard=unmap -t -e 4 \
+        -k "$W/q.sock" "$UBLK_DEV" &
+    QPID=$!
+    cleanup_fn stop_pid "$QPID" qemu-nbd
+    wait_started "$QPID" qemu-nbd 30 test -S "$W/q.sock"
+}
+
+verify_line ()
+{
+    local seed=${VERIFY_SEED:-$(( $(date +%s) % 100000 ))}
+    requires qemu-nbd --version
+    [ -x "$VERIFY" ] || fail "$VERIFY is missing: build it (make check)"
+    local disk=$DISK
+    DISK=$VDISK             # a small disk: the check reads every block
+    blkdiscard -f "$DISK" > /dev/null 2>&1
+    ublk_start delay=200ms idle=10ms
+    qemu_nbd_start
+    "$VERIFY" --uri "nbd+unix:///?socket=$W/q.sock" --seed "$seed" --ops "$verify_ops" \
+        --connections 2 --depth 8 --save-model "$W/model" > "$W/verify.out" 2>&1 ||
+        { cat "$W/verify.out" >&2; fail "the verifier failed through $UBLK_DEV (seed $seed)"; }
+    grep '^verify-result:' "$W/verify.out"
+    stop_pid "$QPID" qemu-nbd
+    "$DISCARDCTL" -s "$W/ctl" flush --wait > /dev/null || fail "discardctl flush --wait failed"
+    echo "verify: $(ctl_stat "$W/ctl" trims) trims in, $(ctl_stat "$W/ctl" forwarded) forwarded (seed $seed)"
+    ublk_stop
+    ublk_start
+    qemu_nbd_start
+    "$VERIFY" --uri "nbd+unix:///?socket=$W/q.sock" --load-model "$W/model" --verify-only \
+        --connections 1 > "$W/check.out" 2>&1 ||
+        { cat "$W/check.out" >&2; fail "after the restart, blocks differ from the model (seed $seed)"; }
+    grep '^verify-result:' "$W/check.out"
+    stop_pid "$QPID" qemu-nbd
+    ublk_stop
+    DISK=$disk
 }
 
 fs_line ()
@@ -230,10 +279,11 @@ show_steps ()
     return 0
 }
 case ${only:-all} in
-all) basics; fs_line xfs; fs_line ext4; restarts ;;
+all) basics; verify_line; fs_line xfs; fs_line ext4; restarts ;;
 basics) basics ;;
+verify) verify_line ;;
 fs) fs_line xfs; fs_line ext4 ;;
 restarts) restarts ;;
-*) fail "--only $only: basics, fs or restarts" ;;
+*) fail "--only $only: basics, verify, fs or restarts" ;;
 esac
 echo "ublk-guest: all passed"
