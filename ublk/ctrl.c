@@ -142,7 +142,15 @@ buf_cmd (struct dublk_ctrl *c, unsigned op, unsigned dev_id, void *buf,
 int
 dublk_ctrl_add (struct dublk_ctrl *c, struct ublksrv_ctrl_dev_info *info)
 {
-  return buf_cmd (c, UBLK_CMD_ADD_DEV, info->dev_id, info, sizeof *info, 0);
+  if (buf_cmd (c, UBLK_CMD_ADD_DEV, info->dev_id, info, sizeof *info,
+               EEXIST) == -1) {
+    if (errno == EEXIST)
+      dc_error ("ublk device %u exists already: take it over with "
+                "--recover --id=%u, or choose another --id", info->dev_id,
+                info->dev_id);
+    return -1;
+  }
+  return 0;
 }
 
 int

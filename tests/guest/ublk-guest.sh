@@ -120,8 +120,36 @@ basics ()
         /dev/zero || fail "the zeroed range does not read back as zeros"
     dd if="$UBLK_DEV" of="$W/back" bs=1M skip=2 count=2 iflag=direct status=none
     cmp "$W/back" <(tail -c 2097152 "$W/data") || fail "data beside the zeroed range changed"
+    daemon_mode
     ublk_stop
     [ ! -e "$UBLK_DEV" ] || fail "$UBLK_DEV still there after SIGTERM"
+}
+
+# daemon_mode: with device 0 up, discardublk in the background: --id=0
+# again fails in the child after the fork, and the parent says so (exit
+# 1, the kernel's error on stderr); another device is printed once it
+# serves, then stopped by SIGTERM to the daemon (found by its control
+# socket in its command line) and deleted.
+daemon_mode ()
+{
+    local out status=0 p pid=
+    truncate -s 64M "$W/small.img"
+    out=$("$DISCARDUBLK" --id=0 backend="$W/small.img" ctl="$W/dctl" 2> "$W/d.err") || status=$?
+    [ "$status" -eq 1 ] || fail "a second --id=0 exited $status: $out $(cat "$W/d.err")"
+    grep -q "device 0 exists already" "$W/d.err" || fail "no word of the taken --id: $(cat "$W/d.err")"
+    out=$("$DISCARDUBLK" backend="$W/small.img" ctl="$W/dctl" 2> "$W/d.err") ||
+        fail "discardublk in the background failed: $(cat "$W/d.err")"
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/exe" 2>/dev/null)" = "$DISCARDUBLK" ] &&
+            tr '\0' ' ' < "$p/cmdline" | grep -qF "ctl=$W/dctl" && pid=${p#/proc/}
+    done
+    [ -n "$pid" ] || fail "no daemon running after it printed $out"
+    cleanup_fn stop_pid "$pid" "discardublk daemon"
+    [ -b "$out" ] || fail "the daemon printed '$out', not a block device"
+    dd if="$out" of=/dev/null bs=1M count=1 iflag=direct status=none || fail "reading $out failed"
+    stop_pid "$pid" "discardublk daemon"
+    [ ! -e "$out" ] || fail "$out still there after the daemon's SIGTERM"
+    echo "basics: in the background: $out served, stopped and deleted; a taken --id refused"
 }
 
 # qemu_nbd_start: serve $UBLK_DEV on $W/q.sock, O_DIRECT, discards on.
