@@ -152,17 +152,6 @@ daemon_mode ()
     echo "basics: in the background: $out served, stopped and deleted; a taken --id refused"
 }
 
-# qemu_nbd_start: serve $UBLK_DEV on $W/q.sock, O_DIRECT, discards on.
-qemu_nbd_start ()
-{
-    rm -f "$W/q.sock"
-    qemu-nbd -f raw --cache=none --aio=threads --discard=unmap -t -e 4 \
-        -k "$W/q.sock" "$UBLK_DEV" &
-    QPID=$!
-    cleanup_fn stop_pid "$QPID" qemu-nbd
-    wait_started "$QPID" qemu-nbd 30 test -S "$W/q.sock"
-}
-
 verify_line ()
 {
     local seed=${VERIFY_SEED:-$(( $(date +%s) % 100000 ))}
@@ -172,22 +161,12 @@ verify_line ()
     DISK=$VDISK             # a small disk: the check reads every block
     blkdiscard -f "$DISK" > /dev/null 2>&1
     ublk_start delay=200ms idle=10ms
-    qemu_nbd_start
-    "$VERIFY" --uri "nbd+unix:///?socket=$W/q.sock" --seed "$seed" --ops "$verify_ops" \
-        --connections 2 --depth 8 --save-model "$W/model" > "$W/verify.out" 2>&1 ||
-        { cat "$W/verify.out" >&2; fail "the verifier failed through $UBLK_DEV (seed $seed)"; }
-    grep '^verify-result:' "$W/verify.out"
-    stop_pid "$QPID" qemu-nbd
+    card_verify "$UBLK_DEV" "$W" "$seed" "$verify_ops"
     "$DISCARDCTL" -s "$W/ctl" flush --wait > /dev/null || fail "discardctl flush --wait failed"
     echo "verify: $(ctl_stat "$W/ctl" trims) trims in, $(ctl_stat "$W/ctl" forwarded) forwarded (seed $seed)"
     ublk_stop
     ublk_start
-    qemu_nbd_start
-    "$VERIFY" --uri "nbd+unix:///?socket=$W/q.sock" --load-model "$W/model" --verify-only \
-        --connections 1 > "$W/check.out" 2>&1 ||
-        { cat "$W/check.out" >&2; fail "after the restart, blocks differ from the model (seed $seed)"; }
-    grep '^verify-result:' "$W/check.out"
-    stop_pid "$QPID" qemu-nbd
+    card_verify_check "$UBLK_DEV" "$W"
     ublk_stop
     DISK=$disk
 }
