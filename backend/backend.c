@@ -142,16 +142,22 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
 struct backend *
 backend_open_with (const char *spec, const struct backend_options *o)
 {
+  struct backend *b;
+
   if (spec == NULL || *spec == '\0') {
     errno = EINVAL;
     dc_error ("backend: missing; expected %s", ACCEPTED_FORMS);
     return NULL;
   }
   if (backend_spec_is_uri (spec))
-    return backend_nbd_open (spec, o->read_only);
-  if (backend_spec_is_rbd (spec))
-    return backend_rbd_open (spec, o);
-  return open_path (spec, o->read_only);
+    b = backend_nbd_open (spec, o->read_only);
+  else if (backend_spec_is_rbd (spec))
+    b = backend_rbd_open (spec, o);
+  else
+    b = open_path (spec, o->read_only);
+  if (b)
+    backend_map_errors (b);
+  return b;
 }
 
 struct backend *
@@ -229,6 +235,16 @@ backend_allocated (struct backend *b, uint64_t *bytes)
     return -1;
   }
   return b->ops->allocated (b, bytes);
+}
+
+int
+backend_readings (struct backend *b, struct backend_readings *r)
+{
+  if (b->ops->readings == NULL) {
+    errno = ENOTSUP;
+    return -1;
+  }
+  return b->ops->readings (b, r);
 }
 
 void

@@ -36,6 +36,11 @@ struct backend_limits {
    * smaller discards are accepted but free less or nothing.
    */
   uint32_t discard_preferred;
+  /* free_space answers 0 free while the store itself says it is full
+   * (RBD: the OSD map flags the pool nearfull, full or over its quota),
+   * so a low-water mark of one byte means "when the store says so".
+   */
+  bool free_says_full;
   uint64_t max_discard;    /* largest single discard in bytes (> 0) */
   uint32_t min_block;      /* block size constraints; 0 = none known */
   uint32_t pref_block;
@@ -66,6 +71,18 @@ struct backend_identity {
 #define BACKEND_EXTENT_ZERO 2
 typedef int (*backend_extent_fn) (uint64_t offset, uint64_t length,
                                   uint32_t type, void *opaque);
+
+/* How fresh the figures are that a backend reads in the background
+ * (RBD: the space held and the pool's free space, backend/rbd-space.c),
+ * for the statistics: an operator must see that a figure is old, and
+ * why, during an outage.
+ */
+struct backend_readings {
+  int64_t allocated_age_ms;     /* since the last good reading; -1: none */
+  int allocated_error;          /* the last attempt's errno; 0: it worked */
+  int64_t free_age_ms;
+  int free_error;
+};
 
 struct backend_ops {
   const char *kind;
@@ -117,6 +134,8 @@ struct backend_ops {
   int (*start) (struct backend *b);
   /* Optional: the bytes the store holds for the data (backend_allocated). */
   int (*allocated) (struct backend *b, uint64_t *bytes);
+  /* Optional: how old the figures above are (backend_readings). */
+  int (*readings) (struct backend *b, struct backend_readings *r);
   /* Optional: let go of what a fork would break, and take it again
    * (backend_before_fork, backend_after_fork).
    */
@@ -127,7 +146,12 @@ struct backend_ops {
 
 /* Fields common to every backend; implementations embed this first. */
 struct backend {
+  /* What callers call: after backend_open_with, mapped_ops, which calls
+   * impl's and maps its errno (backend_errno); impl: the implementation.
+   */
   const struct backend_ops *ops;
+  const struct backend_ops *impl;
+  struct backend_ops mapped_ops;
   uint64_t size;
   struct backend_limits limits;
   struct backend_identity identity;
@@ -150,6 +174,16 @@ struct backend_options {
   const char *rbd_id;      /* client id, client.ID (rbd-id=) */
   const char *rbd_keyring; /* keyring file (rbd-keyring=) */
   uint64_t rbd_timeout_ms; /* bound on cluster operations (rbd-timeout=) */
+  /* Where the RBD backend records which client of this server holds the
+   * image's lock, so that a restart can fence a crashed instance of it
+   * (the service's state= with ".holder" appended; NULL: no record, and
+   * a dead holder's lock is waited out).
+   */
+  const char *rbd_holder_file;
+  /* low-water= is set: the store's free space must be readable before
+   * serving (RBD: a cluster without ceph-mgr has no pool statistics).
+   */
+  bool need_free_space;
 };
 
 /* Open spec: a libnbd URI (nbd:, nbds:, nbd+unix:, nbds+unix:,
@@ -161,6 +195,25 @@ struct backend_options {
 extern struct backend *backend_open_with (const char *spec,
                                           const struct backend_options *o)
   __attribute__ ((nonnull (2)));
+
+/* The errno a failed data operation (pread, pwrite, zero, discard,
+ * flush) reports to the layers above, the same for every backend
+ * (docs/reliability.md, "Errors a client sees"): ENOSPC for a full
+ * store or quota (ENOSPC, EDQUOT, EFBIG); the errnos NBD has a name for
+ * (EIO, EPERM, EROFS, ENOMEM, EINVAL, EOVERFLOW, ENOTSUP, EOPNOTSUPP) as
+ * they are; anything else, a timeout, a lost connection or cluster, a
+ * fenced (blocklisted) client included, EIO.  backend_open_with installs
+ * it around the implementation's data operations, so that no errno the
+ * client cannot read (nbdkit sends an unknown one as EINVAL) leaves the
+ * backend.
+ */
+extern int backend_errno (int err);
+
+/* Install backend_errno around b's data operations (b->ops becomes
+ * b->mapped_ops, calling b->impl).  backend_open_with does it; a test
+ * that builds a backend itself may.
+ */
+extern void backend_map_errors (struct backend *b) __attribute__ ((nonnull (1)));
 
 /* backend_open_with and default options but read_only. */
 extern struct backend *backend_open (const char *spec, bool read_only);
@@ -223,6 +276,13 @@ extern int backend_after_fork (struct backend *b);
  * tell, or another errno (reported).
  */
 extern int backend_allocated (struct backend *b, uint64_t *bytes);
+
+/* How old the backend's background figures are, without waiting.  0,
+ * or -1 with errno ENOTSUP (silently) for a backend that reads nothing
+ * in the background (its figures are read when asked).
+ */
+extern int backend_readings (struct backend *b, struct backend_readings *r)
+  __attribute__ ((nonnull (1, 2)));
 
 /* Close the backend (NULL is allowed). */
 extern void backend_close (struct backend *b);

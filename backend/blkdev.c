@@ -53,7 +53,7 @@ blkdev_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
 
   if (backend_check_range (b, "discard", offset, length, true, EINVAL) == -1)
     return -1;
-  if (!backend_discard_align (b, &offset, &length))
+  if (!backend_discard_align_verified (b, &offset, &length))
     return 0;
   if (range_ioctl (h->fdb.fd, BLKDISCARD, offset, length) == -1) {
     if (backend_is_enotsup (errno))

@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "arith.h"
 #include "backend.h"
+#include "verify.h"
 
 /* The largest discard any backend reports (max_discard): 1 GiB, the
  * largest discard the Linux block layer and its NBD client send.  One
@@ -104,6 +106,28 @@ static inline bool
 backend_is_enotsup (int err)
 {
   return err == ENOTSUP || err == EOPNOTSUPP;
+}
+
+/* backend_discard_align where a discard goes to the store, with its
+ * contract checked: the granularity the backend settled on at open is a
+ * power of two (the cut uses masks), and what is sent is whole granules
+ * inside the range asked for (a discard wider than asked destroys data
+ * the client wrote: invariant 1).
+ */
+static inline bool
+backend_discard_align_verified (struct backend *b, uint64_t *offset,
+                                uint64_t *length)
+{
+  const uint64_t lo = *offset, hi = *offset + *length;
+  const uint64_t g = b->limits.discard_granularity;
+
+  VERIFY (is_power_of_2 (g));
+  if (!backend_discard_align (b, offset, length))
+    return false;
+  VERIFY3U (*offset, >=, lo);
+  VERIFY3U (*offset + *length, <=, hi);
+  VERIFY3U ((*offset | *length) & (g - 1), ==, 0);
+  return true;
 }
 
 #endif /* DISCARDCACHE_BACKEND_INTERNAL_H */

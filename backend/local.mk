@@ -10,6 +10,7 @@ libbackend_la_SOURCES = \
 	backend/backend.c \
 	backend/impl.c \
 	backend/stable-id.c \
+	backend/errno-map.c \
 	backend/fd.c \
 	backend/file.c \
 	backend/lock.c \
@@ -24,10 +25,12 @@ if HAVE_RBD
 libbackend_la_SOURCES += \
 	backend/rbd.c \
 	backend/rbd-cluster.c \
+	backend/rbd-holder.c \
 	backend/rbd-lib.c \
 	backend/rbd-space.c \
 	backend/rbd-spec.c \
+	backend/rbd-wait.c \
 	common/json-flat.c
 endif
-EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-lib.c \
-	backend/rbd-space.c backend/rbd-spec.c
+EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-holder.c backend/rbd-lib.c \
+	backend/rbd-space.c backend/rbd-spec.c backend/rbd-wait.c

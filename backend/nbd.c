@@ -295,6 +295,11 @@ static int
 issue_chunked (struct nbd_backend *h, enum nbdb_cmd cmd, char *buf,
                uint64_t count, uint64_t offset, uint32_t flags, uint64_t max)
 {
+  /* Every caller checked the range (backend_check_range); a chunk of 0
+   * would never end.
+   */
+  VERIFY3U (offset + count, <=, h->b.size);
+  VERIFY3U (max, >, 0);
   while (count > 0) {
     uint64_t n = MIN (count, max);
 
@@ -391,7 +396,7 @@ nbdb_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
   /* Whole granules only: a server with a minimum block size (or libnbd
    * for it) refuses misaligned requests.
    */
-  if (!backend_discard_align (b, &offset, &length))
+  if (!backend_discard_align_verified (b, &offset, &length))
     return 0;
   if (issue_chunked (h, CMD_TRIM, NULL, length, offset, fua_flag (h, fua),
                      NBDB_MAX_EFFECT) == -1)

@@ -18,14 +18,16 @@
   F (rados_conf_read_file) F (rados_conf_set) F (rados_connect) \
   F (rados_create) F (rados_ioctx_create) F (rados_ioctx_destroy) \
   F (rados_ioctx_get_id) F (rados_ioctx_set_namespace) \
-  F (rados_mon_command) F (rados_shutdown)
+  F (rados_mon_command) F (rados_set_pool_full_try) F (rados_shutdown) \
+  F (rados_blocklist_add) F (rados_getaddrs) F (rados_get_instance_id)
 #define RBD_LIB_RBD_FUNCTIONS(F) \
   F (rbd_aio_create_completion) F (rbd_aio_discard) F (rbd_aio_flush) \
   F (rbd_aio_get_return_value) F (rbd_aio_read) F (rbd_aio_release) \
-  F (rbd_aio_wait_for_complete) F (rbd_aio_write) F (rbd_aio_write_zeroes) \
+  F (rbd_aio_write) F (rbd_aio_write_zeroes) \
   F (rbd_close) F (rbd_diff_iterate2) F (rbd_get_features) \
   F (rbd_get_flags) F (rbd_get_size) F (rbd_get_stripe_count) \
-  F (rbd_lock_acquire) F (rbd_lock_get_owners) \
+  F (rbd_lock_acquire) F (rbd_lock_break) F (rbd_lock_get_owners) \
+  F (rbd_metadata_get) F (rbd_metadata_set) F (rbd_metadata_remove) \
   F (rbd_lock_get_owners_cleanup) F (rbd_namespace_exists) F (rbd_open) \
   F (rbd_open_read_only) F (rbd_stat) F (rbd_watchers_list) \
   F (rbd_watchers_list_cleanup)

@@ -40,17 +40,52 @@ static const char *const op_names[] = {
   [OP_DISCARD] = "discard", [OP_FLUSH] = "flush",
 };
 
-/* Send one request and wait for its completion.  librbd's errors are
- * negative errnos; a read returns the bytes read, which past the end of
- * the data are zeros: never short within the image.
+/* Report the failure r of op, naming what it means here, and return -1
+ * with errno set (backend_errno maps it for the client: EIO, or ENOSPC
+ * for a full pool or quota).
+ */
+static int
+op_failed (struct rbd_backend *h, enum rbdb_op op, ssize_t r)
+{
+  const char *name = h->b.identity.name;
+
+  if (r == -ETIMEDOUT) {
+    errno = ETIMEDOUT;
+    dc_error ("backend %s: %s: no answer from the cluster within "
+              "rbd-timeout=%" PRIu64 "ms", name, op_names[op],
+              rbd_timeout_ms (h));
+    return -1;
+  }
+  if (r == -ESHUTDOWN ||
+      (r == -EROFS && !h->b.limits.read_only)) {
+    errno = -r;
+    dc_error ("backend %s: %s: %m: this client lost the image's lock (the "
+              "cluster fenced it: blocklisted, another server took the "
+              "image over)", name, op_names[op]);
+    return -1;
+  }
+  if (r == -EDQUOT || r == -ENOSPC) {
+    errno = -r;
+    dc_error ("backend %s: %s: %m: pool %s is full (or over its quota)",
+              name, op_names[op], h->spec.pool);
+    return -1;
+  }
+  return rbd_fail (h, op_names[op], (int) r);
+}
+
+/* Send one request and wait for its completion, at most rbd-timeout=
+ * (rbd-wait.c).  librbd's errors are negative errnos; a read returns
+ * the bytes read, which past the end of the data are zeros: never short
+ * within the image.
  */
 static int
 submit (struct rbd_backend *h, enum rbdb_op op, void *buf, uint64_t count,
         uint64_t offset, int zero_flags)
 {
   const struct rbd_lib *lib = h->lib;
+  struct rbd_wait *w;
   rbd_completion_t c;
-  ssize_t r;
+  ssize_t r = 0;
 
   /* Closed by backend_before_fork and not reopened: no write since the
    * close (which flushed), so a flush has nothing to do.
@@ -60,12 +95,12 @@ submit (struct rbd_backend *h, enum rbdb_op op, void *buf, uint64_t count,
       return 0;
     return rbd_fail (h, op_names[op], -ENOTCONN);
   }
-  r = lib->rbd_aio_create_completion (NULL, NULL, &c);
-  if (r < 0)
-    return rbd_fail (h, op_names[op], r);
+  w = rbd_wait_new (h, op == OP_READ ? count : 0, &c);
+  if (w == NULL)
+    return -1;
   switch (op) {
   case OP_READ:
-    r = lib->rbd_aio_read (h->image, offset, count, buf, c);
+    r = lib->rbd_aio_read (h->image, offset, count, rbd_wait_buffer (w), c);
     break;
   case OP_WRITE:
     r = lib->rbd_aio_write (h->image, offset, count, buf, c);
@@ -80,14 +115,12 @@ submit (struct rbd_backend *h, enum rbdb_op op, void *buf, uint64_t count,
     r = lib->rbd_aio_flush (h->image, c);
     break;
   }
-  if (r == 0) {
-    lib->rbd_aio_wait_for_complete (c);
-    r = lib->rbd_aio_get_return_value (c);
+  if (r < 0) {
+    rbd_wait_not_sent (w, c);
+    return op_failed (h, op, r);
   }
-  lib->rbd_aio_release (c);
-  if (r < 0)
-    return rbd_fail (h, op_names[op], r);
-  return 0;
+  r = rbd_wait_for (w, rbd_timeout_ms (h), buf, op == OP_READ ? count : 0);
+  return r < 0 ? op_failed (h, op, r) : 0;
 }
 
 static int
@@ -143,7 +176,7 @@ rbdb_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
 {
   if (backend_check_range (b, "discard", offset, length, true, EINVAL) == -1)
     return -1;
-  if (!backend_discard_align (b, &offset, &length))
+  if (!backend_discard_align_verified (b, &offset, &length))
     return 0;
   if (submit ((struct rbd_backend *) b, OP_DISCARD, NULL, length, offset,
               0) == -1)
@@ -156,11 +189,15 @@ rbdb_close (struct backend *b)
 {
   struct rbd_backend *h = (struct rbd_backend *) b;
 
+  rbd_space_stop (h);
   rbd_disconnect (h);
+  pthread_cond_destroy (&h->space.wake);
+  pthread_mutex_destroy (&h->space.lock);
   rbd_spec_free (&h->spec);
   free ((char *) h->opts.rbd_conf);
   free ((char *) h->opts.rbd_id);
   free ((char *) h->opts.rbd_keyring);
+  free ((char *) h->opts.rbd_holder_file);
   free (h);
 }
 
@@ -174,6 +211,8 @@ static const struct backend_ops rbdb_ops = {
   .lock = rbd_lock,
   .allocated = rbd_allocated,
   .free_space = rbd_free_space,
+  .start = rbd_space_start,
+  .readings = rbd_readings,
   .before_fork = rbd_before_fork,
   .after_fork = rbd_after_fork,
   .close = rbdb_close,
@@ -213,6 +252,7 @@ probe (struct rbd_backend *h, bool read_only)
   l->can_flush = true;
   l->can_extents = false;
   l->discard_zeroes = false;    /* a part of an object may be left as is */
+  l->free_says_full = true;     /* rbd-space.c: the pool's flags */
   l->zero_unmaps = false;
   l->can_multi_conn = true;     /* one image handle: a flush covers all */
   l->discard_granularity = RBDB_MIN_GRANULARITY;
@@ -235,8 +275,7 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
     return NULL;
   }
   h->b.ops = &rbdb_ops;
-  rbd_cache_init (&h->allocated);
-  rbd_cache_init (&h->free);
+  rbd_space_init (h);
   backend_set_identity (&h->b, "rbd", 0, 0, spec);
   if (rbd_spec_parse (spec, &h->spec) == -1) {
     free (h);
@@ -254,7 +293,10 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
   }
   h->opts = *o;
   h->opts.rbd_conf = h->opts.rbd_id = h->opts.rbd_keyring = NULL;
+  h->opts.rbd_holder_file = NULL;
   if (strdup_null (o->rbd_conf, (char **) &h->opts.rbd_conf) == -1 ||
+      strdup_null (o->rbd_holder_file,
+                   (char **) &h->opts.rbd_holder_file) == -1 ||
       strdup_null (o->rbd_id, (char **) &h->opts.rbd_id) == -1 ||
       strdup_null (o->rbd_keyring, (char **) &h->opts.rbd_keyring) == -1) {
     dc_error ("backend=%s: out of memory", spec);
@@ -263,7 +305,8 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
     return NULL;
   }
   if (rbd_connect (h, &h->opts) == -1 ||
-      probe (h, o->read_only || h->spec.snap != NULL) == -1) {
+      probe (h, o->read_only || h->spec.snap != NULL) == -1 ||
+      (o->need_free_space && rbd_space_check (h) == -1)) {
     int err = errno;
 
     rbdb_close (&h->b);

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "arith.h"
 #include "engine-internal.h"
 #include "log.h"
 
@@ -89,6 +90,23 @@ engine_dump_batch (struct engine *e, uint64_t from, struct extent *out,
   return d.n;
 }
 
+/* How old the backend's background readings are, and why the last one
+ * failed, where it reads them so (invariant 14: the control socket never
+ * waits on the backend, so it shows their age instead).
+ */
+static void
+readings_stats (struct engine *e, struct engine_stats *st)
+{
+  struct backend_readings r;
+
+  if (backend_readings (e->backend, &r) == -1)
+    return;
+  st->backend_allocated_age_ms = (int) MIN (r.allocated_age_ms, INT32_MAX);
+  st->backend_allocated_error = r.allocated_error;
+  st->backend_free_age_ms = (int) MIN (r.free_age_ms, INT32_MAX);
+  st->backend_free_error = r.free_error;
+}
+
 /* O(1): the map keeps its totals as extents come and go, so polling
  * the statistics never walks it.
  */
@@ -122,4 +140,5 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
    */
   if (backend_allocated (e->backend, &st->backend_allocated_bytes) == -1)
     st->backend_allocated_bytes = 0;
+  readings_stats (e, st);
 }

@@ -13,6 +13,7 @@
 #include "engine-internal.h"
 #include "log.h"
 #include "policy.h"
+#include "verify.h"
 
 /* Backoff after a failed discard: doubling from 10 ms to 30 s, reset
  * by the first success.  The short first step matters when errors are
@@ -30,6 +31,7 @@ engine_overlaps_inflight_locked (const struct engine *e, uint64_t offset,
                                  uint64_t length)
   REQUIRES (engine_lock)
 {
+  DEBUG_VERIFY_HELD ((pthread_mutex_t *) &e->lock);
   for (const struct inflight *f = e->inflight; f != NULL; f = f->next)
     if (offset < f->offset + f->length && f->offset < offset + length)
       return true;
@@ -180,9 +182,17 @@ forward_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
   REQUIRES (engine_lock)
 {
   struct inflight entry = { .offset = offset, .length = length };
-  uint64_t commands, sent, epoch;
+  uint64_t commands, sent, epoch, end;
+  bool wraps = ADD_OVERFLOW (offset, length, &end);
   int r, err;
 
+  DEBUG_VERIFY_HELD (&e->lock);
+  /* What goes out is a range of the store: the backend would refuse
+   * anything else, and the range would be dropped, counted, as an error.
+   */
+  VERIFY3U (length, >, 0);
+  VERIFY (!wraps);
+  VERIFY3U (end, <=, e->backend->size);
   if (e->forwarding_disabled) {
     e->stats.dropped++;
     e->stats.dropped_bytes += length;
@@ -207,6 +217,8 @@ forward_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
   time = time > e->epoch_ms - epoch ? time - (uint32_t) (e->epoch_ms - epoch)
                                     : 0;
 
+  VERIFY3U (sent, <=, length);
+  VERIFY3U (e->stats.inflight_bytes, >=, length);
   e->stats.inflight--;
   e->stats.inflight_bytes -= length;
   e->stats.forwarded += commands;
@@ -278,13 +290,20 @@ engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
 {
   struct extent x;
   uint64_t aoff, alen;
+  bool whole;
 
+  DEBUG_VERIFY_HELD (&e->lock);
   /* The map answers with an extent that holds a whole granule, in
    * O(height) in the common case: fragments never make it walk them.
    */
   if (!extmap_largest_aligned_before (e->map, cutoff, minlen, &x))
     return false;
-  policy_aligned_part (x.offset, x.length, e->fwd_granularity, &aoff, &alen);
+  /* The map counts granules of fwd_granularity (engine-proof.c keeps
+   * them in step), so the extent it found holds one.
+   */
+  whole = policy_aligned_part (x.offset, x.length, e->fwd_granularity,
+                               &aoff, &alen);
+  VERIFY (whole);
   /* Several chunks in one pick keep the in-flight list short; the
    * flusher re-checks idleness between picks, so bound it to one chunk
    * (or less: the pacing's batch size), in whole granules (proof-adapt
@@ -297,6 +316,12 @@ engine_pick_max_locked (struct engine *e, uint32_t cutoff, uint64_t minlen,
    */
   if (extmap_remove (e->map, aoff, alen, NULL) == -1)
     return false;
+  /* Invariant 1: the discard sent is part of one received and still
+   * pending (so not written since), in whole granules.
+   */
+  VERIFY3U (aoff, >=, x.offset);
+  VERIFY3U (aoff + alen, <=, x.offset + x.length);
+  VERIFY3U ((aoff | alen) & (e->fwd_granularity - 1), ==, 0);
   *offset = aoff;
   *length = alen;
   *time = x.time;

@@ -17,6 +17,7 @@
 #include "engine-internal.h"
 #include "log.h"
 #include "policy.h"
+#include "verify.h"
 
 /* Rebase the extent map's 32-bit millisecond ticks well before they
  * wrap (2^31 ms is about 24 days).
@@ -28,7 +29,10 @@ uint32_t
 engine_ticks_locked (struct engine *e)
   REQUIRES (engine_lock)
 {
-  uint64_t ticks = engine_now_ms (e) - e->epoch_ms;
+  uint64_t ticks;
+
+  DEBUG_VERIFY_HELD (&e->lock);
+  ticks = engine_now_ms (e) - e->epoch_ms;
 
   if (ticks >= TICKS_REBASE_AT) {
     e->epoch_ms += TICKS_REBASE_BY;
@@ -89,6 +93,11 @@ engine_cancel_pending (struct engine *e, uint64_t offset, uint64_t length,
     e->stats.write_waits++;
     engine_cond_wait_drops_lock (e, &e->inflight_done);
   }
+  /* Invariant 1, what the write may now rely on: nothing of its range is
+   * pending (so none of it can be sent later) or in flight.
+   */
+  DEBUG_VERIFY (!extmap_find_overlap (e->map, offset, length,
+                                      &(struct extent) { 0 }));
   engine_lock_release (e);
   return changed;
 }
@@ -104,6 +113,7 @@ engine_enforce_bound_drops_lock (struct engine *e)
   struct extent x;
   uint64_t aoff, alen;
 
+  DEBUG_VERIFY_HELD (&e->lock);
   while (extmap_count (e->map) > e->cfg.max_extents &&
          extmap_oldest (e->map, &x)) {
     extmap_remove (e->map, x.offset, x.length, NULL);
@@ -133,6 +143,10 @@ engine_enforce_bound_drops_lock (struct engine *e)
     if (alen)
       engine_forward_drops_lock (e, aoff, alen, x.time, false, false);
   }
+  /* Invariant 3.  The loop ends holding the lock, with the count it
+   * last read; removing a whole extent never fails.
+   */
+  VERIFY3U (extmap_count (e->map), <=, e->cfg.max_extents);
 }
 
 /* Queue [offset, offset+length) as pending.  May drop the lock (to
@@ -171,6 +185,10 @@ engine_record_trim_drops_lock (struct engine *e, uint64_t offset, uint64_t lengt
   uint64_t pos = offset, end = offset + length, start, stop;
   bool recorded = false;
 
+  DEBUG_VERIFY_HELD (&e->lock);
+  /* The front-ends checked the range against the size they export. */
+  VERIFY3U (end, >=, offset);
+  VERIFY3U (end, <=, e->backend->size);
   while (pos < end) {
     if (!clean_find (&e->clean, pos, end - pos, &start, &stop))
       start = stop = end;

@@ -184,6 +184,11 @@
   X (U64, journal_commits, COUNTER, "journal_commits_total", NULL, 1,        \
      "Journal commits: records written out for FLUSHes and FUA writes "      \
      "(which share them).")                                                  \
+  X (U64, journal_write_throughs, COUNTER, "journal_write_throughs_total",   \
+     NULL, 1,                                                                \
+     "Commits into the journal file's page cache before a write whose "     \
+     "cancel they hold (a crash of the server alone replays no discard "    \
+     "over it).")                                                            \
   X (U64, journal_syncs, COUNTER, "journal_syncs_total", NULL, 1,            \
      "fdatasyncs of the journal file of its own (none for a FLUSH where "    \
      "the backend's flush covers the journal).")                             \
@@ -245,6 +250,22 @@
      "error).")                                                              \
   X (U64, proof_adapted, COUNTER, "proof_adapted_total", NULL, 1,            \
      "Times proof-adapt raised the forwarding granularity.")                 \
+  X (INT, backend_allocated_age_ms, GAUGE, "backend_allocated_age_seconds",  \
+     NULL, STATS_MS,                                                         \
+     "Age of backend_allocated_bytes where the backend reads it in the "    \
+     "background (RBD); -1 when it never has, 0 where it is not read "      \
+     "so.")                                                                  \
+  X (INT, backend_allocated_error, GAUGE, "backend_allocated_error", NULL, 1,\
+     "errno of the last failed reading of backend_allocated_bytes (a "      \
+     "cluster outage); 0 when the last one worked.")                        \
+  X (INT, backend_free_age_ms, GAUGE, "backend_free_age_seconds", NULL,      \
+     STATS_MS,                                                               \
+     "Age of backend_free_bytes where the backend reads it in the "         \
+     "background (RBD); -1 when it never has, 0 where it is not read "      \
+     "so.")                                                                  \
+  X (INT, backend_free_error, GAUGE, "backend_free_error", NULL, 1,          \
+     "errno of the last failed reading of backend_free_bytes; 0 when the "  \
+     "last one worked.")                                                     \
   X (INT, last_error, GAUGE, "last_error", NULL, 1,                          \
      "errno of the last failed discard, 0 if none.")                         \
   X (BOOL, discard_supported, GAUGE, "discard_supported", NULL, 1,           \

@@ -303,6 +303,12 @@ engine_limits (const struct engine *e)
 const struct backend_identity *
 engine_identity (const struct engine *e)
 {
+  return &e->backend->identity;
+}
+
+const struct backend_identity *
+engine_saved_identity (const struct engine *e)
+{
   return &e->saved_identity;
 }
 
@@ -586,18 +592,54 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
   return r;
 }
 
-/* FUA and passthrough trims go to the backend before the reply.  Pending
- * extents under the range are part of this discard now.
+/* Invariant 2 for a trim sent at once: the backend can discard whole
+ * granules only, so the sub-granule head and tail of [offset,
+ * offset+length) outside [aoff, aoff+alen) are kept pending (where they
+ * may merge into whole granules), or, in the passthrough baseline, which
+ * keeps nothing, dropped and counted.  May drop the lock (recording).
+ */
+static void
+keep_edges_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
+                       uint64_t aoff, uint64_t alen)
+  REQUIRES (engine_lock)
+{
+  uint64_t head = aoff - offset, tail = offset + length - (aoff + alen);
+  uint64_t edges[2][2] = { { offset, head }, { aoff + alen, tail } };
+
+  for (int i = 0; i < 2; i++) {
+    if (edges[i][1] == 0)
+      continue;
+    if (engine_keys (e)->passthrough) {
+      e->stats.dropped++;
+      e->stats.dropped_bytes += edges[i][1];
+      e->stats.dropped_fragment_bytes += edges[i][1];
+    }
+    else
+      engine_record_trim_drops_lock (e, edges[i][0], edges[i][1]);
+  }
+}
+
+/* FUA and passthrough trims go to the backend before the reply, aligned
+ * to whole granules (what the backend would cut them to).  Pending
+ * extents under the aligned part are part of this discard now.
  */
 static int
 trim_now (struct engine *e, uint64_t offset, uint64_t length, bool fua)
 {
-  int r;
+  uint64_t aoff, alen;
+  int r = 0;
 
+  if (!policy_aligned_part (offset, length, e->granularity, &aoff, &alen)) {
+    aoff = offset;
+    alen = 0;
+  }
   engine_lock_acquire (e);
-  extmap_remove (e->map, offset, length, NULL);
-  r = engine_forward_drops_lock (e, offset, length, engine_ticks_locked (e),
-                                 fua, !engine_keys (e)->passthrough);
+  keep_edges_drops_lock (e, offset, length, aoff, alen);
+  if (alen > 0) {
+    extmap_remove (e->map, aoff, alen, NULL);
+    r = engine_forward_drops_lock (e, aoff, alen, engine_ticks_locked (e),
+                                   fua, !engine_keys (e)->passthrough);
+  }
   engine_lock_release (e);
   if (r == -1 && (errno == EOPNOTSUPP || errno == ENOTSUP))
     r = 0;

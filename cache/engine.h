@@ -74,14 +74,17 @@ extern void engine_stop (struct engine *e, uint64_t timeout_ms);
  */
 extern void engine_close (struct engine *e);
 
-/* The backend's size and limits, the identity what is saved for it is
- * tied to (backend_saved_identity: a stable name where the store has
- * one), and the discard granularity in force (the backend's, or a
- * coarser granularity=).
+/* The backend's size, limits and identity (its name as given, for
+ * messages and listings), the identity what is saved for it is tied to
+ * (backend_saved_identity: a stable name where the store has one), and
+ * the discard granularity in force (the backend's, or a coarser
+ * granularity=).
  */
 extern uint64_t engine_size (const struct engine *e);
 extern const struct backend_limits *engine_limits (const struct engine *e);
 extern const struct backend_identity *engine_identity (const struct engine *e);
+extern const struct backend_identity *
+engine_saved_identity (const struct engine *e);
 extern uint64_t engine_granularity (const struct engine *e);
 
 /* Data path, at backend addresses.  Offsets and lengths must lie within

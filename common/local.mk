@@ -15,6 +15,7 @@ noinst_HEADERS += \
 	common/splitmix.h \
 	common/stats-def.h \
 	common/strdup-null.h \
+	common/verify.h \
 	common/varint.h
 
 # Programs that are not the nbdkit plugin link this for dc_error/dc_debug.

@@ -227,7 +227,8 @@ const struct service_key service_keys[] = {
     "Bound on the known-clean map (ranges discarded and not written since, "
     "whose TRIMs are not sent again); off sends every TRIM.",
     ENGINE, false, ALL, NULL },
-  { "low-water", "off|PERCENT%|SIZE", "off", NULL,
+  { "low-water", "off|PERCENT%|SIZE", NULL,
+    "off (RBD: while the pool is flagged full)",
     "Backend free space below which every pending discard is forwarded "
     "at once, ignoring delay, idle and budget (a file's file system, an "
     "RBD image's pool; refused where free space is unknown: block "
@@ -394,6 +395,8 @@ service_config_set (struct service_config *cfg, const char *key,
     break;
   case SERVICE_LAYER_ENGINE:
     r = engine_config_set (&cfg->engine, key, value);
+    if (r == 0 && strcmp (key, "low-water") == 0)
+      cfg->low_water_given = true;
     break;
   default:
     r = 1;

@@ -6,8 +6,10 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "cleanup.h"
 #include "ctl.h"
 #include "engine.h"
 #include "log.h"
@@ -44,6 +46,25 @@ open_ctl (struct service *s)
   return s->ctl == NULL && s->cfg.ctl != NULL ? -1 : 0;
 }
 
+/* Without low-water=, a store that says when it is full (an RBD pool
+ * flagged nearfull, full or over its quota) still frees itself: a mark
+ * of one byte forwards every pending discard while it says so, and
+ * only then (invariant 11: pressure only forwards sooner).  Discards
+ * are what give a full pool its space back, and librados runs them at
+ * a full pool, where writes that need space fail with ENOSPC.
+ */
+static void
+default_low_water (struct service_config *cfg, const struct backend *b)
+{
+  if (cfg->low_water_given || cfg->read_only || !b->limits.free_says_full ||
+      b->ops->free_space == NULL)
+    return;
+  cfg->engine.low_water_bytes = 1;
+  cfg->engine.low_water_ppm = 0;
+  dc_debug ("low-water: unset: pending discards are forwarded at once "
+            "while backend %s says it is full", b->identity.name);
+}
+
 struct service *
 service_open_backend (const struct service_config *cfg, struct backend *b)
 {
@@ -65,6 +86,7 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
     free (s);
     return NULL;
   }
+  default_low_water (&s->cfg, b);
   s->engine = engine_open (&s->cfg.engine, b);
   if (s->engine == NULL)
     goto err;
@@ -102,9 +124,22 @@ service_open (const struct service_config *cfg)
     .read_only = cfg->read_only, .rbd_conf = cfg->rbd_conf,
     .rbd_id = cfg->rbd_id, .rbd_keyring = cfg->rbd_keyring,
     .rbd_timeout_ms = cfg->rbd_timeout_ms,
+    .need_free_space = cfg->engine.low_water_ppm != 0 ||
+                       cfg->engine.low_water_bytes != 0,
   };
-  struct backend *b = backend_open_with (cfg->backend, &o);
+  CLEANUP_FREE char *holder = NULL;
+  struct backend *b;
 
+  /* Beside state=: the instance of this server that held the backend
+   * last (docs/design-notes.md, "Taking over a crashed holder's lock").
+   */
+  if (cfg->engine.state && asprintf (&holder, "%s.holder",
+                                     cfg->engine.state) == -1) {
+    dc_error ("service: out of memory");
+    return NULL;
+  }
+  o.rbd_holder_file = holder;
+  b = backend_open_with (cfg->backend, &o);
   return b ? service_open_backend (cfg, b) : NULL;
 }
 

@@ -45,6 +45,7 @@ struct service_config {
   char *rbd_id;
   char *rbd_keyring;
   uint64_t rbd_timeout_ms;     /* ... and the bound on reaching it */
+  bool low_water_given;        /* low-water= was set, even to off */
   struct engine_config engine;
   struct volume_config volume;
 };

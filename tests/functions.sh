@@ -308,8 +308,8 @@ attach_loop ()
 # number in 200-999, which losetup -f picks only when every lower one
 # is busy), removed at exit.  Attached again and again with attach_loop
 # FILE DEV, a file system on it keeps its device number, as a disk usually
-# does across a reboot (a state file is tied to its backend's device and
-# inode).  Sets LOOP_OWN.
+# does across a reboot.  (A state file on it is tied to the loop device's
+# backing file and its own inode: backend/stable-id.c.)  Sets LOOP_OWN.
 loop_create ()
 {
     local n

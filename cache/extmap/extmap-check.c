@@ -12,12 +12,6 @@
 #include "arith.h"
 #include "extmap-internal.h"
 
-/* Not in extmap.h: a consistency check for the test suite, which
- * declares it itself.  Returns NULL, or a description of the first
- * broken invariant.
- */
-extern const char *extmap_check (const struct extmap *map);
-
 struct check {
   size_t count, nodes;
   uint64_t bytes, prev_end, prev_value_end, aligned, subgranule;
@@ -130,4 +124,20 @@ extmap_check (const struct extmap *map)
   if (empty > 1)
     return "empty slabs kept";
   return NULL;
+}
+
+bool
+extmap_check_covered (const struct extmap *map, uint64_t offset, uint64_t end)
+{
+  struct extent x, y;
+  uint64_t x_end;
+
+  if (!extmap_find_overlap (map, offset, end - offset, &x) ||
+      x.offset > offset || (x_end = x.offset + x.length) < end)
+    return false;
+  if (map->runs)
+    return true;               /* runs may touch (extmap.h) */
+  if (x.offset > 0 && extmap_find_overlap (map, x.offset - 1, 1, &y))
+    return false;
+  return !extmap_find_from (map, x_end, &y) || y.offset > x_end;
 }

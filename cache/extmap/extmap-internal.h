@@ -295,4 +295,20 @@ extern void extmap_pool_trim (struct pool *pool);
 /* Unmap every slab: the pool is empty and unused. */
 extern void extmap_pool_release (struct pool *pool);
 
+/* ---- extmap-check.c: the self-checks ---- */
+
+/* The whole tree's invariants, walked from the root: NULL, or the first
+ * that is broken.  O(n): the mutators run it in debug builds only on
+ * maps of at most EXTMAP_SELF_CHECK_MAX extents (common/verify.h).
+ */
+extern const char *extmap_check (const struct extmap *map);
+#define EXTMAP_SELF_CHECK_MAX 64
+
+/* After [offset, end) went in: one extent covers it, and in a map of
+ * extents neither neighbour overlaps or touches that one (they would
+ * have merged).  O(height).
+ */
+extern bool extmap_check_covered (const struct extmap *map, uint64_t offset,
+                                  uint64_t end);
+
 #endif /* DISCARDCACHE_EXTMAP_INTERNAL_H */

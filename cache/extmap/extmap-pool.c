@@ -24,6 +24,7 @@
 
 #include "arith.h"
 #include "extmap-internal.h"
+#include "verify.h"
 
 /* The fuzz target (tests/fuzz/fuzz-extmap.c) builds this file with
  * EXTMAP_FAULT_INJECTION and sets the hook to fail chosen allocations,
@@ -162,6 +163,8 @@ extmap_node_alloc (struct pool *pool)
   union node *n;
   unsigned slot;
 
+  /* Without a reserve the scan below runs off the end of avail[]. */
+  VERIFY3U (pool->free_nodes, >, 0);
   while (pool->avail[w] == 0)
     w++;
   pool->hint = w;
@@ -189,8 +192,12 @@ void
 extmap_node_free (struct pool *pool, union node *n)
 {
   size_t i = n->h.slab;
-  struct slab *s = &pool->slabs[i];
+  struct slab *s;
 
+  VERIFY3U (i, <, pool->nslabs);
+  s = &pool->slabs[i];
+  /* A node freed twice would be handed out twice. */
+  VERIFY3U (s->used, >, 0);
   n->h.next_free = s->free_head;
   s->free_head = n - s->nodes;
   if (s->used-- == s->nnodes)

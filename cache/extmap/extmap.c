@@ -45,7 +45,6 @@
 
 #include <config.h>
 
-#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,6 +54,7 @@
 
 #include "arith.h"
 #include "extmap-internal.h"
+#include "verify.h"
 
 /* Largest number of elements gathered when siblings are rebalanced:
  * three full nodes and the element being inserted.
@@ -985,17 +985,50 @@ insert_run (struct extmap *map, uint64_t offset, uint64_t end, uint32_t value)
   return 0;
 }
 
-int
-extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
-               uint32_t time)
+/* What every successful insert of [offset, end) leaves: the bytes
+ * grew by at most its length (all of it in a map of runs, which refuses
+ * overlaps), one extent covers it and, in small maps, the whole tree
+ * checks out.
+ */
+static void
+verify_inserted (const struct extmap *map, uint64_t offset, uint64_t end,
+                 uint64_t bytes_before)
+{
+  VERIFY3U (map->bytes, >=, bytes_before);
+  VERIFY3U (map->bytes - bytes_before, <=, end - offset);
+  if (map->runs)
+    VERIFY3U (map->bytes - bytes_before, ==, end - offset);
+  DEBUG_VERIFY (extmap_check_covered (map, offset, end));
+  DEBUG_VERIFY (map->count > EXTMAP_SELF_CHECK_MAX ||
+                extmap_check (map) == NULL);
+}
+
+/* And a remove: bytes went down by exactly what it reports removed, no
+ * more than asked, at most one extent appeared (a split) and nothing of
+ * the range is left.
+ */
+static void
+verify_removed (const struct extmap *map, uint64_t offset, uint64_t length,
+                uint64_t gone, uint64_t bytes_before, size_t count_before)
+{
+  VERIFY3U (gone, <=, length);
+  VERIFY3U (map->bytes + gone, ==, bytes_before);
+  VERIFY3U (map->count, <=, count_before + 1);
+  DEBUG_VERIFY (!extmap_find_overlap (map, offset, length,
+                                      &(struct extent) { 0 }));
+  DEBUG_VERIFY (map->count > EXTMAP_SELF_CHECK_MAX ||
+                extmap_check (map) == NULL);
+}
+
+static int
+insert (struct extmap *map, uint64_t offset, uint64_t length, uint32_t time,
+        uint64_t end)
 {
   struct elem e = { { offset, length, time, 0 } };
   struct path p;
-  uint64_t end, next;
+  uint64_t next;
   int r;
 
-  if (check_range (offset, length, &end) == -1)
-    return -1;
   if (map->runs) {
     r = insert_run (map, offset, end, time);
     extmap_pool_trim (&map->pool);
@@ -1031,10 +1064,24 @@ extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
 }
 
 int
+extmap_insert (struct extmap *map, uint64_t offset, uint64_t length,
+               uint32_t time)
+{
+  uint64_t end, bytes_before = map->bytes;
+
+  if (check_range (offset, length, &end) == -1 ||
+      insert (map, offset, length, time, end) == -1)
+    return -1;
+  verify_inserted (map, offset, end, bytes_before);
+  return 0;
+}
+
+int
 extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
                uint64_t *removed)
 {
-  uint64_t end, gone = 0;
+  uint64_t end, gone = 0, bytes_before = map->bytes;
+  size_t count_before = map->count;
 
   if (check_range (offset, length, &end) == -1)
     return -1;
@@ -1045,6 +1092,7 @@ extmap_remove (struct extmap *map, uint64_t offset, uint64_t length,
     if (r == -1)
       return -1;
   }
+  verify_removed (map, offset, length, gone, bytes_before, count_before);
   if (gone > 0)
     observe (map, EXTMAP_OBSERVE_REMOVE, offset, length);
   if (removed)
@@ -1096,7 +1144,8 @@ resummarize (const struct extmap *map, union node *n, unsigned l)
 void
 extmap_set_granularity (struct extmap *map, uint64_t g)
 {
-  assert (g == 0 || is_power_of_2 (g));
+  /* The granule totals round with masks. */
+  VERIFY (g == 0 || is_power_of_2 (g));
   map->granularity = g;
   map->aligned = map->subgranule = 0;
   if (g)

@@ -14,6 +14,7 @@
 #include "journal.h"
 #include "le.h"
 #include "reclog.h"
+#include "verify.h"
 
 static const struct file_format format = {
   .magic = "DCJOURN", .what = "journal",
@@ -71,10 +72,34 @@ journal_header_decode (const void *image, size_t len, struct journal_header *h,
   return 0;
 }
 
+/* Whether decode_record takes r back: a record it refuses ends the
+ * journal there, and every record after it would be lost on replay
+ * (invariant 10).
+ */
+static void
+verify_record (const struct journal_record *r)
+{
+  uint64_t end;
+  bool wraps;
+
+  VERIFY (r->map == JOURNAL_PENDING || r->map == JOURNAL_CLEAN);
+  VERIFY (r->op >= EXTMAP_OBSERVE_INSERT && r->op <= EXTMAP_OBSERVE_CLEAR);
+  if (r->op == EXTMAP_OBSERVE_CLEAR) {
+    VERIFY3U (r->offset, ==, 0);
+    VERIFY3U (r->length, ==, 0);
+    return;
+  }
+  VERIFY3U (r->length, >, 0);
+  wraps = ADD_OVERFLOW (r->offset, r->length, &end);
+  VERIFY (!wraps);
+  VERIFY3U (end, <=, EXTMAP_MAX_END);
+}
+
 void
 journal_record_encode (const struct journal_record *r,
                        unsigned char out[JOURNAL_RECORD_SIZE])
 {
+  verify_record (r);
   memset (out, 0, JOURNAL_RECORD_SIZE);
   out[REC_MAP] = r->map;
   out[REC_OP] = r->op;
@@ -123,6 +148,8 @@ journal_replay (const void *image, size_t len, const struct journal_header *h,
 
     if (!decode_record (p + off, &rec))
       break;
+    /* The framing's promise: records replay in sequence. */
+    VERIFY3U (rec.seq, ==, seq);
     r = fn (&rec, opaque);
     if (r != 0)
       break;

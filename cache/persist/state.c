@@ -20,6 +20,7 @@
 #include "le.h"
 #include "log.h"
 #include "state.h"
+#include "verify.h"
 
 static const struct file_format format = {
   .magic = "DCSTATE", .what = "state file",
@@ -428,6 +429,11 @@ next_extent (struct reader *r, const struct state_header *h, unsigned shift,
                         "corrupt payload: an extent ends beyond the "
                         "backend's %" PRIu64 " bytes",
                         h->id.size);
+  /* What the engine applies without looking again: in address order,
+   * within the backend (invariant 4).
+   */
+  VERIFY3U (*offset, >=, prev_end);
+  VERIFY3U (end, <=, h->id.size);
   *length = len;
   return 1;
 }

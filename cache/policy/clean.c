@@ -9,6 +9,7 @@
 #include "clean.h"
 #include "log.h"
 #include "policy.h"
+#include "verify.h"
 
 /* Rebase the mark counter long before it wraps (merges take the newest
  * time, so a wrapped counter would only disorder what is forgotten).
@@ -19,6 +20,8 @@
 int
 clean_init (struct clean_map *c, uint64_t max_extents, uint64_t granularity)
 {
+  /* clean_written rounds to whole granules with masks. */
+  VERIFY (max_extents == 0 || is_power_of_2 (granularity));
   *c = (struct clean_map) {
     .granularity = granularity, .max_extents = max_extents,
   };
@@ -56,6 +59,10 @@ enforce_bound (struct clean_map *c)
     extmap_remove (c->map, x.offset, x.length, NULL);
     c->forgotten_bytes += x.length;
   }
+  /* Invariant 3: removing a whole extent never allocates, so the bound
+   * holds whatever memory there is.
+   */
+  VERIFY3U (extmap_count (c->map), <=, c->max_extents);
 }
 
 static uint32_t
@@ -115,6 +122,9 @@ clean_written (struct clean_map *c, uint64_t offset, uint64_t length)
     forget_overlapping (c, start, end - start);
     removed = 1;
   }
+  /* Invariant 9: nothing written is claimed clean. */
+  DEBUG_VERIFY (!extmap_find_overlap (c->map, offset, length,
+                                      &(struct extent) { 0 }));
   /* A split adds an extent. */
   enforce_bound (c);
   return removed > 0;

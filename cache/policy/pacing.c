@@ -6,6 +6,7 @@
 
 #include "arith.h"
 #include "pacing.h"
+#include "verify.h"
 
 #define SUB (1u << PACE_HIST_SUB_BITS)
 /* The largest discard the first probe sends, before anything is known. */
@@ -224,8 +225,32 @@ rare_gap_us (const struct pace_inputs *in, double predicted_us)
   return gap > cap ? (uint64_t) cap : (uint64_t) gap;
 }
 
+/* Every length decided is a whole number of granules, at most the
+ * chunk limit: the flusher sends it as one aligned discard.
+ */
+static void
+verify_decision (const struct pace_inputs *in, const struct pace_decision *d)
+{
+  VERIFY3U (d->max_len, >=, in->granularity);
+  VERIFY3U (d->max_len, <=, in->chunk_limit);
+  VERIFY3U (d->max_len % in->granularity, ==, 0);
+}
+
+static void decide (const struct pace_inputs *in, struct pace_decision *d);
+
 void
 pace_decide (const struct pace_inputs *in, struct pace_decision *d)
+{
+  /* policy_chunk_limit's: a whole number of granules, at least one. */
+  VERIFY (is_power_of_2 (in->granularity));
+  VERIFY3U (in->chunk_limit % in->granularity, ==, 0);
+  VERIFY3U (in->chunk_limit, >=, in->granularity);
+  decide (in, d);
+  verify_decision (in, d);
+}
+
+static void
+decide (const struct pace_inputs *in, struct pace_decision *d)
 {
   const struct pace_model *m = &in->model;
   uint64_t cap, fit;

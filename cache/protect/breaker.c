@@ -8,6 +8,7 @@
 #include "arith.h"
 #include "breaker.h"
 #include "log.h"
+#include "verify.h"
 
 #define NS_PER_MS UINT64_C (1000000)
 
@@ -43,6 +44,10 @@ breaker_probe_due (const struct breaker *b, uint64_t now_ns, uint64_t *at)
 void
 breaker_probe_begin (struct breaker *b)
 {
+  /* Only an open breaker whose probe is due (breaker_probe_due) sends
+   * one: a probe of a closed one would hold forwarding after it.
+   */
+  VERIFY3U (b->state, ==, BREAKER_OPEN);
   b->state = BREAKER_PROBING;
   b->probes++;
 }

@@ -10,6 +10,7 @@
 #include "arith.h"
 #include "policy.h"
 #include "proof.h"
+#include "verify.h"
 
 #define PPM_ONE UINT64_C (1000000)
 
@@ -36,6 +37,8 @@ proof_offer (struct proof *p, uint64_t offset, uint64_t length,
 
   if (!proof_enabled (p))
     return;
+  /* The forwarding granularity: the sample is cut to it with masks. */
+  VERIFY (is_power_of_2 (granularity));
   p->credit += p->ppm;
   if (p->credit < PPM_ONE)
     return;
@@ -52,6 +55,11 @@ proof_offer (struct proof *p, uint64_t offset, uint64_t length,
     p->skipped++;
     return;
   }
+  /* A sample is part of what was discarded, or proof would check (and
+   * count as ineffective) space a client may have written.
+   */
+  VERIFY3U (off, >=, offset);
+  VERIFY3U (off + len, <=, offset + length);
   p->q[(p->head + p->n) % PROOF_QUEUE] = (struct proof_sample) {
     .offset = off, .length = len, .granularity = granularity,
   };

@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "parse.h"
+#include "verify.h"
 #include "window.h"
 
 #define DAY_MINUTES 1440
@@ -74,7 +75,15 @@ static unsigned
 until_one (const struct window_set *set, unsigned i, unsigned minute)
 {
   unsigned start = set->w[i].start, end = set->w[i].end;
-  bool inside = start < end ? minute >= start && minute < end
+  bool inside;
+
+  /* window_parse's forms: an empty window (start == end) would read as
+   * the whole day, and forwarding would never be held.
+   */
+  VERIFY3U (start, <, DAY_MINUTES);
+  VERIFY3U (end, <=, DAY_MINUTES);
+  VERIFY3U (start, !=, end % DAY_MINUTES);
+  inside = start < end ? minute >= start && minute < end
                             : minute >= start || minute < end;
 
   if (inside)
@@ -87,6 +96,7 @@ window_minutes_until_open (const struct window_set *set, unsigned minute)
 {
   unsigned best = DAY_MINUTES;
 
+  VERIFY3U (set->n, <=, WINDOW_MAX);
   if (set->n == 0)
     return 0;
   for (unsigned i = 0; i < set->n; i++) {

@@ -223,7 +223,7 @@ main (int argc, char *argv[])
     die ("engine_open");
   id = (struct thin_meta_id) {
     .slot = SLOT, .size = 16 * runs * SLOT, .backend_size = 2 * runs * SLOT,
-    .backend = *engine_identity (e),
+    .backend = *engine_saved_identity (e),
   };
   write_meta (meta, &id, runs);
 

@@ -8,7 +8,7 @@ EXTRA_PROGRAMS = tests/bench/bench-extmap
 bench_programs += tests/bench/bench-extmap$(EXEEXT)
 CLEANFILES += tests/bench/bench-extmap$(EXEEXT)
 tests_bench_bench_extmap_SOURCES = tests/bench/bench-extmap.c
-tests_bench_bench_extmap_LDADD = libextmap.la
+tests_bench_bench_extmap_LDADD = libextmap.la libdclogstderr.la
 EXTRA_DIST += tests/bench/run-extmap docs/benchmarks.md
 
 # The pacing benchmark (budget= against fixed pacing under sustained

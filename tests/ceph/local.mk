@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The Ceph group: the RBD backend on a throwaway single-node cluster
 # (tests/ceph/cluster), one cluster for all of its cases.
-EXTRA_DIST += tests/ceph/cluster tests/ceph/ceph-lib.sh
+EXTRA_DIST += tests/ceph/cluster tests/ceph/ceph-lib.sh tests/ceph/nbd-op
 CEPH_TESTS = tests/ceph/test-ceph.sh
 TESTS += $(CEPH_TESTS)
 EXTRA_DIST += $(CEPH_TESTS)

@@ -19,6 +19,19 @@
 #            reach the image once the pool's free space falls below the
 #            mark, and the space comes back; without the key nothing
 #            moves (nbdkit, and discardfuse)
+#   outage   OSD stopped: a write fails with EIO within rbd-timeout= + 1 s,
+#            stats answer in under 1 s, writes work again once it is back;
+#            mon stopped: stats under 1 s, writes still work; a cluster
+#            without pool statistics (mgr stopped) refuses low-water=
+#   quota    a pool over its quota: a write that needs space fails with
+#            ENOSPC within rbd-timeout=, an overwrite still works; the
+#            pending discards are forwarded, without low-water=, and
+#            writes fit again
+#   takeover kill -9, then a restart with the same state= fences the dead
+#            holder and serves within 10 s; a paused (SIGSTOP) holder
+#            fenced so can write nothing after SIGCONT; a second server
+#            is refused naming another discardcache
+# The cluster delays each OSD reply up to 1 ms (tests/ceph/cluster).
 # CEPH_CASES="setup lock ..." runs only some (default: all).
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 source "$abs_top_srcdir/tests/ceph/ceph-lib.sh"
@@ -30,7 +43,7 @@ requires qemu-nbd --version
 requires nbdfuse --version
 requires mkfs.xfs -V
 
-: "${CEPH_CASES:=setup lock verify crash xfs lowwater}"
+: "${CEPH_CASES:=setup lock outage quota takeover verify crash xfs lowwater}"
 : "${VERIFY_SCALE:=100}"
 verify_setup
 dir=$TESTDIR
@@ -147,10 +160,14 @@ case_lock ()
     rbd create --size 64M rbd/locked || fail "rbd create"
     start_nbdkit -P "$dir/l1.pid" -U "$dir/l1.sock" "$PLUGIN" ctl=none \
         backend=rbd:rbd/locked
+    # nbdkit writes its pidfile before the plugin's after_fork, which
+    # connects again and takes the lock again: until it serves, another
+    # server could take the lock in between.
+    nbd_write "$dir/l1.sock" || { cat "$dir/nbdsh.err"; fail "the first server cannot write"; }
     KEEP_PIDS=$NBDKIT_PID
     for front in nbdkit fuse; do
         refused $front "backend=rbd:rbd/locked" \
-            "backend=rbd:rbd/locked: in use: the image's exclusive lock is held by the client at .*locking=off"
+            "backend=rbd:rbd/locked: in use: the image's exclusive lock is held by another discardcache server \(client [^ ]*, pid $NBDKIT_PID on .*locking=off"
     done
     KEEP_PIDS=
     nbd_write "$dir/l1.sock" || { cat "$dir/nbdsh.err"; fail "the first server lost the image"; }
@@ -165,7 +182,8 @@ case_lock ()
     wait_started "$qpid" qemu-nbd 30 test -S "$dir/q.sock"
     nbd_write "$dir/q.sock" || { cat "$dir/nbdsh.err"; fail "qemu-nbd cannot write"; }
     for front in nbdkit fuse; do
-        refused $front "backend=rbd:rbd/locked" "in use: the image's exclusive lock"
+        refused $front "backend=rbd:rbd/locked" \
+            "in use: the image's exclusive lock is held by a client that is not discardcache"
         nbd_write "$dir/q.sock" ||
             { cat "$dir/nbdsh.err"; fail "$front took the lock from qemu-nbd"; }
     done
@@ -211,7 +229,9 @@ case_verify ()
     verify_expect ident forwarded -gt 0
     verify_expect ident granularity -eq 65536
     verify_expect ident max_discard -eq 1073741824
-    verify_expect ident backend_allocated_bytes -gt 0
+    # backend_allocated_bytes is read in the background, every 5 s while
+    # asked for: the statistics at the stop of a short run may predate
+    # the writes (the xfs case polls it).
     rbd create --size 64M rbd/thin || fail "rbd create"
     VERIFY_RESTART_KEYS="thin=on granularity=64k slot=64k size=32M meta=$dir/thin.meta"
     verify_run thin rbd:rbd/thin "delay=200ms idle=0 $VERIFY_RESTART_KEYS" \
@@ -223,26 +243,23 @@ case_verify ()
 
 # --- crash: kill -9 mid-churn --------------------------------------------
 
-# start_retrying NAME KEYS...: a kill -9'd server's lock stays while its
-# watch lasts (osd_client_watch_timeout); the start is refused, naming
-# the lock, until then.
-start_retrying ()
+# start_taking_over NAME KEYS...: start nbdkit in the background; after a
+# kill -9 of the server before it on the same state=, it must fence that
+# one and start at once, not wait for its watch to expire (30 s).
+start_taking_over ()
 {
-    local name=$1 i
+    local name=$1 t0 t1
     shift
-    for (( i = 0; i < 30; i++ )); do
-        rm -f "$dir/$name.sock" "$dir/$name.pid"
-        if "$NBDKIT" -U "$dir/$name.sock" -P "$dir/$name.pid" "$PLUGIN" \
-               "$@" 2>"$dir/$name.err"; then
-            wait_pidfile "$dir/$name.pid"
-            cleanup_fn stop_pidfile "$dir/$name.pid" nbdkit
-            return 0
-        fi
-        grep -q "in use: the image's exclusive lock" "$dir/$name.err" ||
-            { cat "$dir/$name.err"; fail "$name: refused: not for the lock"; }
-        sleep 1
-    done
-    fail "$name: the dead server's lock was never released"
+    rm -f "$dir/$name.sock" "$dir/$name.pid"
+    t0=$(date +%s.%N)
+    "$NBDKIT" -U "$dir/$name.sock" -P "$dir/$name.pid" "$PLUGIN" "$@" \
+        2>"$dir/$name.err" || { cat "$dir/$name.err" >&2; fail "$name: refused"; }
+    wait_pidfile "$dir/$name.pid"
+    cleanup_fn stop_pidfile "$dir/$name.pid" nbdkit
+    t1=$(date +%s.%N)
+    TAKEOVER_S=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
+    awk "BEGIN { exit !($TAKEOVER_S < 10) }" ||
+        fail "$name: took $TAKEOVER_S s to start (more than 10)"
 }
 
 case_crash ()
@@ -251,8 +268,9 @@ case_crash ()
     local -a vopts
     rbd create --size 64M rbd/crash || fail "rbd create"
     for (( round = 1; round <= 3; round++ )); do
-        start_retrying "c$round" backend=rbd:rbd/crash ctl=none \
-            delay=$(( round * 100 ))ms idle=0
+        start_taking_over "c$round" backend=rbd:rbd/crash ctl=none \
+            state="$dir/crash.state" delay=$(( round * 100 ))ms idle=0
+        [ "$round" -eq 1 ] || echo "crash round $round: started in $TAKEOVER_S s after the kill"
         pid=$(cat "$dir/c$round.pid")
         vopts=(--seed $(( VERIFY_SEED + round )) --ops 0 --seconds 60)
         [ -e "$model" ] && vopts+=(--load-model "$model" --verify-durable)
@@ -269,7 +287,8 @@ case_crash ()
         _stopped_pids[$vpid]=1
         echo "crash round $round: $(grep '^verify-result' "$dir/c$round.out")"
     done
-    start_retrying check backend=rbd:rbd/crash ctl=none
+    start_taking_over check backend=rbd:rbd/crash ctl=none state="$dir/crash.state"
+    echo "crash check: started in $TAKEOVER_S s after the kill"
     "$VERIFY" --uri "nbd+unix:///?socket=$dir/check.sock" --load-model "$model" \
         --verify-durable --verify-only > "$dir/check.out" 2>&1 ||
         verify_failed "crash check" "$dir/check.out"
@@ -296,8 +315,9 @@ xfs_round ()
     sync -f "$d/fs"
     stats=$(xfs_stats "$front" "$d")
     [ "$(jq -r .granularity <<< "$stats")" -eq 4194304 ] || fail "$front: granularity is not the object size"
-    [ "$(jq -r .backend_allocated_bytes <<< "$stats")" -gt 0 ] ||
-        fail "$front: backend_allocated_bytes is 0 after writes: $stats"
+    # Read in the background (every 5 s while asked for): 0 until then.
+    until_true 15 xfs_allocated_positive "$front" "$d" ||
+        fail "$front: backend_allocated_bytes is still 0 after writes: $stats"
     used_full=$(rbd_used "rbd/$img")
     rm -rf "$d/fs/b" "$d/fs"/big?
     find "$d/fs/a" -name '*.h' -size +8k -delete
@@ -345,6 +365,11 @@ xfs_start ()
 xfs_stats ()
 {
     "$DISCARDCTL" -s "$2/ctl" stats --json
+}
+
+xfs_allocated_positive ()
+{
+    [ "$(xfs_stats "$1" "$2" | jq -r .backend_allocated_bytes)" -gt 0 ]
 }
 
 # xfs_stop FRONTEND DIR: umount, xfs_repair -n, and the server down cleanly.
@@ -522,6 +547,210 @@ case_lowwater ()
     [ "$LW_PENDING" -eq $(( 80 * MiB )) ] && [ "$LW_FORWARDED" -eq 0 ] ||
         fail "without low-water= something moved ($LW_PENDING pending, $LW_FORWARDED forwarded)"
     [ "$LW_USED" -ge $(( 128 * MiB )) ] || fail "without low-water=, the pool counts only $LW_USED bytes"
+}
+
+# --- outage, quota, takeover: faults, and what the client is told ----------
+
+NBD_OP=$abs_top_srcdir/tests/ceph/nbd-op
+
+# nbd_op SOCKET OP OFFSET LENGTH [BYTE]: tests/ceph/nbd-op; sets OP_RESULT
+# (ok, EIO, ENOSPC, ...) and OP_S (seconds).
+nbd_op ()
+{
+    local out
+    out=$(PATH=/usr/bin:$PATH timeout 120 "$NBD_OP" "$@") || fail "nbd-op $*: no answer"
+    read -r OP_RESULT OP_S <<< "$out"
+}
+
+# expect_op RESULT MAX_SECONDS SOCKET OP ...: nbd_op, which must give
+# RESULT within MAX_SECONDS.
+expect_op ()
+{
+    local want=$1 max=$2
+    shift 2
+    nbd_op "$@"
+    [ "$OP_RESULT" = "$want" ] || fail "$2 $3: $OP_RESULT after $OP_S s, expected $want"
+    awk "BEGIN { exit !($OP_S <= $max) }" ||
+        fail "$2 $3: $OP_RESULT after $OP_S s, more than $max s"
+}
+
+# daemon_pid NAME: the pid tests/ceph/cluster recorded for mon.a, osd.0, mgr.x.
+daemon_pid ()
+{
+    awk -v n="$1" '$2 == n { p = $1 } END { print p }' "$dir/ceph/pids"
+}
+
+# pause_daemon NAME: SIGSTOP it (no answer at all: the worst outage for
+# a timeout), and SIGCONT it at exit whatever happens.
+pause_daemon ()
+{
+    local pid
+    pid=$(daemon_pid "$1")
+    [ -n "$pid" ] || fail "no pid for $1"
+    cleanup_fn kill -CONT "$pid"
+    kill -STOP "$pid"
+}
+
+resume_daemon ()
+{
+    kill -CONT "$(daemon_pid "$1")"
+}
+
+# stats_fast CTL WHAT: discardctl stats answers within 1 s.
+stats_fast ()
+{
+    local t0 t1 s
+    t0=$(date +%s.%N)
+    timeout 30 "$DISCARDCTL" -s "$1" stats --json > "$dir/stats.out" ||
+        fail "$2: discardctl stats failed"
+    t1=$(date +%s.%N)
+    s=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")
+    echo "$2: discardctl stats answered in $s s"
+    awk "BEGIN { exit !($s < 1) }" || fail "$2: discardctl stats took $s s"
+}
+
+# until_ok SECONDS SOCKET OP ...: retry nbd_op until it gives ok.
+until_ok ()
+{
+    local end=$(( SECONDS + $1 ))
+    shift
+    until nbd_op "$@"; [ "$OP_RESULT" = ok ]; do
+        [ "$SECONDS" -lt "$end" ] || fail "$2 $3: still $OP_RESULT"
+        sleep 0.5
+    done
+}
+
+# fresh_reading CTL: the backend's free space was read in the last second.
+fresh_reading ()
+{
+    local age
+    age=$(ctl_stat "$1" backend_free_age_ms) && [ "$age" -ge 0 ] && [ "$age" -lt 1000 ]
+}
+
+case_outage ()
+{
+    local s=$dir/o.sock ctl=$dir/o.ctl age
+    rbd create --size 64M rbd/outage || fail "rbd create"
+    start_nbdkit -P "$dir/o.pid" -U "$s" "$PLUGIN" backend=rbd:rbd/outage \
+        ctl="$ctl" rbd-timeout=3s
+    wait_for_ctl "$ctl"
+    expect_op ok 3 "$s" write 0 1M a
+    stats_fast "$ctl" "cluster up"
+    pause_daemon osd.0
+    expect_op EIO 4 "$s" write 4M 64k b
+    echo "OSD stopped: write failed with EIO in $OP_S s (rbd-timeout=3s)"
+    expect_op EIO 4 "$s" read 0 4k a
+    echo "OSD stopped: read failed with EIO in $OP_S s"
+    stats_fast "$ctl" "OSD stopped"
+    resume_daemon osd.0
+    until_ok 30 "$s" write 4M 64k c
+    expect_op ok 3 "$s" read 4M 64k c
+    expect_op ok 3 "$s" read 0 1M a
+
+    age=$(ctl_stat "$ctl" backend_free_age_ms)
+    [ "$age" -ge 0 ] && [ "$age" -lt 2000 ] ||
+        fail "cluster up: the free space reading is $age ms old"
+    pause_daemon mon.a
+    sleep 2.5
+    stats_fast "$ctl" "mon stopped"
+    # The operator sees that the figure is old (invariant 14).
+    age=$(ctl_stat "$ctl" backend_free_age_ms)
+    [ "$age" -ge 2000 ] ||
+        fail "mon stopped 2.5 s: the free space reading says it is $age ms old"
+    echo "mon stopped: stats answer at once, the free space reading $age ms old"
+    expect_op ok 3 "$s" write 8M 64k d
+    stats_fast "$ctl" "mon stopped, after a write"
+    resume_daemon mon.a
+    until_true 30 fresh_reading "$ctl" || fail "the free space reading stays old after the mon is back"
+    stop_pidfile "$dir/o.pid" nbdkit
+
+    # Without ceph-mgr, a new pool has no statistics: low-water= could
+    # never act, so it is refused before serving.
+    pause_daemon mgr.x
+    ceph osd pool create nomgr 8 >/dev/null 2>&1 || fail "pool create"
+    ceph osd pool set nomgr size 1 --yes-i-really-mean-it >/dev/null 2>&1
+    rbd pool init nomgr || fail "rbd pool init"
+    rbd create --size 64M nomgr/img || fail "rbd create"
+    refused nbdkit "backend=rbd:nomgr/img low-water=8M" \
+        "low-water: backend=rbd:nomgr/img: the pool's free space cannot be read .*start ceph-mgr, or leave low-water= unset" 30
+    grep -q "no figures for pool nomgr yet (no ceph-mgr running?)" "$dir/err" ||
+        { cat "$dir/err" >&2; fail "low-water= without ceph-mgr: the cause is not named"; }
+    resume_daemon mgr.x
+}
+
+# pool_flagged POOL FLAG: the OSD map flags the pool so.
+pool_flagged ()
+{
+    ceph osd pool ls detail | grep "^pool [0-9]* '$1' " | grep -q "flags [^ ]*$2"
+}
+
+case_quota ()
+{
+    local s=$dir/q.sock ctl=$dir/q.ctl
+    ceph osd pool create quota 8 >/dev/null 2>&1 || fail "pool create"
+    ceph osd pool set quota size 1 --yes-i-really-mean-it >/dev/null 2>&1
+    rbd pool init quota || fail "rbd pool init"
+    ceph osd pool set-quota quota max_bytes $(( 32 * MiB )) >/dev/null 2>&1 ||
+        fail "set-quota"
+    rbd create --size 128M quota/img || fail "rbd create"
+    # No low-water=: a pool that says it is full frees itself.
+    start_nbdkit -P "$dir/q.pid" -U "$s" "$PLUGIN" backend=rbd:quota/img \
+        ctl="$ctl" rbd-timeout=3s delay=1h
+    wait_for_ctl "$ctl"
+    expect_op ok 10 "$s" write 0 40M q
+    until_true 60 pool_flagged quota full_quota ||
+        fail "the pool was never flagged full_quota"
+    expect_op ENOSPC 3 "$s" write 64M 4M n
+    echo "quota: a write that needs space failed with ENOSPC in $OP_S s"
+    # The pool stops growing; what is written already can change.
+    expect_op ok 3 "$s" write 0 64k r
+    # Discards are what frees a pool: the trim's 32 MiB, pending (delay=1h),
+    # are forwarded, the flag goes, and the write fits.
+    expect_op ok 3 "$s" trim 4M 32M
+    until_ok 60 "$s" write 64M 4M n
+    echo "quota: the pending discards were forwarded and the write fits" \
+         "(pressure_forwarded_bytes $(ctl_stat "$ctl" pressure_forwarded_bytes))"
+    expect_op ok 3 "$s" read 64M 4M n
+    expect_op ok 3 "$s" read 0 64k r
+    stop_pidfile "$dir/q.pid" nbdkit
+}
+
+case_takeover ()
+{
+    local old pid
+    rbd create --size 64M rbd/take || fail "rbd create"
+    start_taking_over t1 backend=rbd:rbd/take ctl=none state="$dir/take.state"
+    expect_op ok 3 "$dir/t1.sock" write 0 64k 1
+    pid=$(cat "$dir/t1.pid")
+    kill -KILL "$pid"
+    _stopped_pids[$pid]=1
+    start_taking_over t2 backend=rbd:rbd/take ctl=none state="$dir/take.state"
+    echo "takeover: restarted in $TAKEOVER_S s after kill -9"
+    grep -q "the previous instance of this server .*fencing it" "$dir/t2.err" ||
+        fail "no message about fencing the previous instance"
+    expect_op ok 3 "$dir/t2.sock" read 0 64k 1
+    # Another server (another state=, or none) is refused, named.
+    KEEP_PIDS=$(cat "$dir/t2.pid")
+    refused nbdkit "backend=rbd:rbd/take state=$dir/other.state" \
+        "held by another discardcache server \(client .*, pid $KEEP_PIDS on "
+    KEEP_PIDS=
+
+    # Paused, not dead: fenced all the same, and after SIGCONT it can
+    # write nothing.
+    old=$(cat "$dir/t2.pid")
+    mv "$dir/t2.sock" "$dir/paused.sock"
+    kill -STOP "$old"
+    cleanup_fn kill -CONT "$old"
+    start_taking_over t3 backend=rbd:rbd/take ctl=none state="$dir/take.state"
+    echo "takeover: a paused holder fenced, restarted in $TAKEOVER_S s"
+    expect_op ok 3 "$dir/t3.sock" write 0 64k 3
+    kill -CONT "$old"
+    nbd_op "$dir/paused.sock" write 0 64k 2
+    [ "$OP_RESULT" = EIO ] || fail "the fenced server's write: $OP_RESULT, expected EIO"
+    echo "takeover: the fenced server's write failed with $OP_RESULT in $OP_S s"
+    expect_op ok 3 "$dir/t3.sock" read 0 64k 3
+    stop_pidfile "$dir/t2.pid" nbdkit
+    stop_pidfile "$dir/t3.pid" nbdkit
 }
 
 t0=$(date +%s)

@@ -53,12 +53,15 @@ echo "journal power cut: $POWERCUT_ROUNDS rounds on each of $POWERCUT_FS, seed $
 
 BLOCKS=8192                             # the backing file: 32 MiB
 
-# device_up DIR: the device over IMG (its sockets in DIR), nbdfuse and a
-# loop device.  Sets DEVICE_PID and DEV.
+# device_up: the device over IMG (its sockets in DEVDIR), nbdfuse and a
+# loop device.  Sets DEVICE_PID and DEV.  Every round uses the same
+# DEVDIR: the loop device's backing file (DEVDIR/fuse/disk) is what a
+# state file on the file system is tied to (backend/stable-id.c).
 device_up ()
 {
-    local d=$1
+    local d=$DEVDIR
     mkdir -p "$d/fuse"
+    rm -f "$d/dev.sock" "$d/dev.pid"
     # cache-min-block-size=4k: a FLUSH writes dirty 4 KiB blocks back in
     # the order of their offsets, not of their writes, so a cut during
     # one leaves a reordered part of them, as a disk's cache might.
@@ -71,8 +74,7 @@ device_up ()
     # disowned, its death is not reported ("Aborted") by bash.
     e2e_nbdfuse "$d" "$d/dev.sock" 2>>"$d/nbdfuse.log"
     disown "$E2E_NBDFUSE_PID"
-    # Always the same loop device: a state file is refused on a backend
-    # with another device number (as a disk renumbered at a reboot).
+    # Always the same loop device too, which tests need not rely on.
     attach_loop "$d/fuse/disk" "$LOOP_OWN" ||
         fail "losetup $LOOP_OWN $d/fuse/disk failed (taken by another test?)"
     DEV=$LOOP_DEV
@@ -111,7 +113,7 @@ fs_make ()
 {
     rm -f "$IMG" "$MODEL"
     truncate -s 512M "$IMG"
-    device_up "$TESTDIR/$fs/mkfs"
+    device_up
     case $fs in
     # No lazy init: its background writes would run through the rounds.
     ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$DEV" ;;
@@ -127,7 +129,8 @@ fs_make ()
 cut_round ()
 {
     local round=$1 d=$TESTDIR/$fs/r$1 pid status
-    device_up "$d"
+    mkdir -p "$d"
+    device_up
     mount_fs
     start_nbdkit -P "$d/pid" -U "$d/disk.sock" "$PLUGIN" backend="$MNT/disk.img" \
         state="$MNT/state" ctl="$d/ctl" delay=1h granularity=4k 2>>"$d/log"
@@ -175,6 +178,7 @@ loop_create || fail "no loop device of the test's own (LOOP_CTL_ADD failed)"
 start=$SECONDS
 for fs in $POWERCUT_FS; do
     IMG=$FASTDIR/$fs.img MNT=$TESTDIR/$fs/mnt MODEL=$TESTDIR/$fs.model
+    DEVDIR=$TESTDIR/$fs/dev
     mkdir -p "$MNT"
     fs_make
     inflight=0 at_inflight=0 kept=0 unpunched=0

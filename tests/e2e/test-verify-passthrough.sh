@@ -9,6 +9,14 @@ verify_setup
 verify_run_file passthrough "passthrough=true" --ops "$(verify_ops 30000)"
 verify_expect passthrough cancelled_by_writes -eq 0
 verify_expect passthrough pending_extents -eq 0
-[ "$(verify_stat passthrough forwarded)" -ge "$(verify_result passthrough trims)" ] ||
-    fail "passthrough: fewer discards forwarded than trims received"
+# Invariant 2, byte for byte: every trimmed byte was forwarded, or was
+# part of a sub-granule edge the backend cannot discard, counted.
+trimmed=$(verify_stat passthrough trim_bytes)
+forwarded=$(verify_stat passthrough forwarded_bytes)
+fragments=$(verify_stat passthrough dropped_fragment_bytes)
+dropped=$(verify_stat passthrough dropped_bytes)
+[ "$dropped" -eq "$fragments" ] ||
+    fail "passthrough: $dropped bytes dropped, not only the $fragments of sub-granule edges"
+[ $(( forwarded + fragments )) -eq "$trimmed" ] ||
+    fail "passthrough: $forwarded bytes forwarded + $fragments edges, not the $trimmed trimmed"
 echo "verify passthrough: ok ($VERIFY_OPS_TOTAL operations verified)"

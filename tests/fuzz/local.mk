@@ -42,7 +42,8 @@ fuzz_journal_sources = \
 # The extent map with tiny nodes (deep trees from few extents) and
 # allocation failures on demand, against the reference model.
 fuzz_extmap_sources = \
-	tests/fuzz/fuzz-extmap.c $(extmap_c_sources) tests/unit/extmap-ref.c
+	tests/fuzz/fuzz-extmap.c $(extmap_c_sources) tests/unit/extmap-ref.c \
+	common/log-stderr.c
 
 EXTRA_DIST += \
 	tests/fuzz/fuzz-ctl-proto.c \

@@ -9,6 +9,7 @@ GUEST_TESTS = \
 	tests/guest/test-guest-nvme.sh \
 	tests/guest/test-guest-scsi.sh \
 	tests/guest/test-guest-multi.sh \
+	tests/guest/test-guest-moved.sh \
 	tests/guest/test-guest-ublk.sh
 TESTS += $(GUEST_TESTS)
 EXTRA_DIST += $(GUEST_TESTS) \
@@ -23,6 +24,7 @@ EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/card-disk.sh \
 	tests/guest/card-multi.sh \
 	tests/guest/card-main.sh \
+	tests/guest/moved-disk.sh \
 	tests/guest/ublk-guest.sh \
 	tests/guest/ublk-writer.py
 

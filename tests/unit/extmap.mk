@@ -19,20 +19,20 @@ TESTS += $(extmap_tests)
 
 tests_unit_test_extmap_SOURCES = tests/unit/test-extmap.c
 tests_unit_test_extmap_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_extmap_LDADD = libextmap.la $(CMOCKA_LIBS)
+tests_unit_test_extmap_LDADD = libextmap.la libdclogstderr.la $(CMOCKA_LIBS)
 
 tests_unit_test_extmap_small_SOURCES = tests/unit/test-extmap.c
 tests_unit_test_extmap_small_CPPFLAGS = $(AM_CPPFLAGS) -DEXTMAP_SMALL_NODES
 tests_unit_test_extmap_small_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_extmap_small_LDADD = libextmap-small.la $(CMOCKA_LIBS)
+tests_unit_test_extmap_small_LDADD = libextmap-small.la libdclogstderr.la $(CMOCKA_LIBS)
 
 # The reference model is shared with the fuzz target (tests/fuzz/).
 extmap_ref_sources = tests/unit/extmap-ref.c tests/unit/extmap-ref.h
 
 tests_unit_test_extmap_diff_SOURCES = tests/unit/test-extmap-diff.c $(extmap_ref_sources)
 tests_unit_test_extmap_diff_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_extmap_diff_LDADD = libextmap.la $(CMOCKA_LIBS)
+tests_unit_test_extmap_diff_LDADD = libextmap.la libdclogstderr.la $(CMOCKA_LIBS)
 
 tests_unit_test_extmap_diff_small_SOURCES = tests/unit/test-extmap-diff.c $(extmap_ref_sources)
 tests_unit_test_extmap_diff_small_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_extmap_diff_small_LDADD = libextmap-small.la $(CMOCKA_LIBS)
+tests_unit_test_extmap_diff_small_LDADD = libextmap-small.la libdclogstderr.la $(CMOCKA_LIBS)

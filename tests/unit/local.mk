@@ -14,3 +14,4 @@ include tests/unit/protect.mk
 include tests/unit/small.mk
 include tests/unit/thin.mk
 include tests/unit/rbd-lib.mk
+include tests/unit/verify.mk

@@ -392,15 +392,40 @@ test_passthrough (void **state)
   struct mem_discard c[MEM_MAX_CALLS];
 
   open_engine (keys, 4 * KiB, 64 * MiB);
+  /* Invariant 2: what the backend cannot discard is counted, not sent
+   * (a block device would cut it away and report success).
+   */
   assert_int_equal (engine_trim (fx.e, 512, 1024, false), 0);
+  assert_int_equal (calls (fx.mem, c), 0);
+  assert_int_equal (stats (fx.e).dropped_fragment_bytes, 1024);
+  assert_int_equal (engine_trim (fx.e, 1024, 12 * KiB, false), 0);
   assert_int_equal (calls (fx.mem, c), 1);
-  assert_int_equal (c[0].offset, 512);
-  assert_int_equal (c[0].length, 1024);
+  assert_int_equal (c[0].offset, 4 * KiB);
+  assert_int_equal (c[0].length, 8 * KiB);
+  assert_int_equal (stats (fx.e).forwarded_bytes, 8 * KiB);
+  assert_int_equal (stats (fx.e).dropped_fragment_bytes, 1024 + 4 * KiB);
   assert_int_equal (stats (fx.e).pending_extents, 0);
   fx.mem->fail_errno = EIO;
   fx.mem->fail_count = 1;
   assert_int_equal (engine_trim (fx.e, 0, 4096, false), -1);
   assert_int_equal (errno, EIO);
+}
+
+/* A FUA trim sends its whole granules at once and keeps its sub-granule
+ * edges pending, where they may merge into whole granules (invariant 2).
+ */
+static void
+test_fua_edges_kept (void **state)
+{
+  struct mem_discard c[MEM_MAX_CALLS];
+
+  open_engine (NULL, 4 * KiB, 64 * MiB);
+  assert_int_equal (engine_trim (fx.e, 1024, 12 * KiB, true), 0);
+  assert_int_equal (calls (fx.mem, c), 1);
+  assert_int_equal (c[0].offset, 4 * KiB);
+  assert_int_equal (c[0].length, 8 * KiB);
+  assert_int_equal (stats (fx.e).pending_bytes, 3 * KiB + 1024);
+  assert_int_equal (stats (fx.e).dropped_bytes, 0);
 }
 
 /* 64 KiB pending at 0, and the next count discards fail with err. */
@@ -650,6 +675,7 @@ main (void)
     T (test_on_full_drop),
     T (test_fua_trim_forwards_at_once),
     T (test_passthrough),
+    T (test_fua_edges_kept),
     T (test_transient_error_keeps_pending),
     T (test_flusher_retries_after_error),
     T (test_stop_retries_after_error),

@@ -398,12 +398,47 @@ test_header_refused (void **unused)
                                            sizeof why), 0);
 }
 
+/* A record whose range passes the end of the store was not written for
+ * it: it ends the journal, as a torn one does, and what followed it is
+ * not replayed either (nothing read from a file reaches the forward
+ * path's contracts, common/verify.h).
+ */
+static void
+test_replay_past_the_end (void **unused)
+{
+  const struct journal_header h = {
+    .first_seq = 1, .granularity = GRAN, .backend_size = DISK,
+  };
+  const struct journal_record recs[] = {
+    { JOURNAL_PENDING, EXTMAP_OBSERVE_INSERT, 1, 0, GRAN },
+    { JOURNAL_PENDING, EXTMAP_OBSERVE_INSERT, 2, DISK - GRAN, 2 * GRAN },
+    { JOURNAL_PENDING, EXTMAP_OBSERVE_INSERT, 3, 4 * GRAN, GRAN },
+  };
+  unsigned char img[JOURNAL_HEADER_SIZE + 3 * JOURNAL_RECORD_SIZE];
+  struct engine *e;
+  char *s;
+
+  journal_header_encode (&h, img);
+  for (int i = 0; i < 3; i++)
+    journal_record_encode (&recs[i], img + JOURNAL_HEADER_SIZE +
+                                     i * JOURNAL_RECORD_SIZE);
+  write_all (jpath, img, sizeof img);
+  e = open_engine ();
+  assert_non_null (e);
+  s = pending (e);
+  assert_string_equal (s, "0+4096 ");
+  free (s);
+  engine_close (e);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_replay_every_byte),
     cmocka_unit_test (test_header_refused),
+    cmocka_unit_test_setup_teardown (test_replay_past_the_end, setup,
+                                     teardown),
     cmocka_unit_test_setup_teardown (test_power_loss, setup, teardown),
     cmocka_unit_test_setup_teardown (test_kick_during_write_out, setup,
                                      teardown),

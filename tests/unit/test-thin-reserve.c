@@ -181,7 +181,7 @@ assert_reserve_unmapped (const unsigned char *img, size_t len,
 {
   struct thin_meta_id id = {
     .slot = SLOT, .size = 2 * DISK, .backend_size = DISK,
-    .backend = *engine_identity (eng),
+    .backend = *engine_saved_identity (eng),
   };
   struct thin_recovery rec;
   struct thin_map m;

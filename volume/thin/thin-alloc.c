@@ -19,6 +19,7 @@
 #include "log.h"
 #include "thin-internal.h"
 #include "thin-order.h"
+#include "verify.h"
 
 /* Best-fit picks whose discard turned out to be gone that one
  * allocation moves to clean space before it takes clean space itself.
@@ -119,6 +120,8 @@ void
 thin_reap_locked (struct thin *t, unsigned max)
 {
   struct extent x;
+
+  DEBUG_VERIFY_HELD (&t->lock);
 
   while (max-- > 0 && thin_space_oldest_pending (&t->space, &x) &&
          !discard_pending (t, x.offset, x.length))
@@ -274,8 +277,8 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
   }
   else {
     c->kind = thin_space_largest_clean (&t->space, want, &x);
-    if (c->kind == THIN_NOT_FREE)
-      abort ();                     /* the caller counted the free slots */
+    /* The caller counted the free slots. */
+    VERIFY3U (c->kind, !=, THIN_NOT_FREE);
     at = x.length > 1 && is_tail_locked (t, x.offset)
          ? x.offset + x.length / 2 : x.offset;
     c->k = MIN (want, x.offset + x.length - at);
@@ -286,6 +289,21 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
   note_tail_locked (t, from_goal, at + c->k);
 }
 
+/* What a choice hands out: 1 to want slots of the store, all inside the
+ * free run they are taken from (slots outside it may be mapped: a
+ * second owner of a slot reads the other's data).
+ */
+static void
+verify_choice (const struct thin *t, const struct choice *c, uint64_t want)
+  REQUIRES (thin_lock)
+{
+  VERIFY3U (c->k, >=, 1);
+  VERIFY3U (c->k, <=, want);
+  VERIFY3U ((uint64_t) c->p + c->k, <=, t->map.nphys);
+  VERIFY3U (c->p, >=, c->run.offset);
+  VERIFY3U ((uint64_t) c->p + c->k, <=, c->run.offset + c->run.length);
+}
+
 
 /* Give the fresh slots of a plan back (the write failed): they may hold
  * anything, so they are clean but not zero.
@@ -293,9 +311,12 @@ choose_locked (struct thin *t, uint64_t goal, uint64_t want,
 void
 thin_unreserve_locked (struct thin *t, const struct plan *pl)
 {
+  DEBUG_VERIFY_HELD (&t->lock);
   for (size_t i = 0; i < pl->n; i++)
-    if (pl->seg[i].fresh)
+    if (pl->seg[i].fresh) {
+      VERIFY3U (pl->seg[i].p + pl->seg[i].n, <=, t->map.nphys);
       thin_space_add_clean (&t->space, pl->seg[i].p, pl->seg[i].n, false);
+    }
 }
 
 /* Allocate the gap [l, l+n) of a plan, run by run.  Never fails for want
@@ -311,10 +332,14 @@ allocate_gap_locked (struct thin *t, struct plan *pl, uint64_t l, uint64_t n,
   uint64_t goal = prev && prev->l + prev->n == l
                   ? (uint64_t) prev->p + prev->n : goal_after_locked (t, l);
 
+  /* The gap lies inside the request being planned. */
+  VERIFY3U (l, >=, l0);
+  VERIFY3U (l + n, <=, l1);
   while (n > 0) {
     struct choice c;
 
     choose_locked (t, goal, n, &c);
+    verify_choice (t, &c, n);
     if (l == l0)
       pl->head_zero = c.kind == THIN_ZERO ||
                       thin_reads_as_zeros_locked (t, c.p, 1);
@@ -350,6 +375,8 @@ thin_plan_locked (struct thin *t, struct plan *pl, uint64_t l0, uint64_t l1,
   uint64_t n;
   uint32_t p;
 
+  DEBUG_VERIFY_HELD (&t->lock);
+  VERIFY3U (l1, <=, t->map.nlogical);
   if (alloc)
     thin_reap_locked (t, REAP_ON_ALLOC);
   for (uint64_t l = l0; l < l1; l += n) {

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "thin-internal.h"
 #include "thin-order.h"
+#include "verify.h"
 
 /* The largest meta file we load. */
 #define META_MAX (UINT64_C (1) << 32)
@@ -67,6 +68,15 @@ thin_append_record_locked (struct thin *t, uint32_t type, uint64_t l,
     .logical = l, .phys = p,
   };
 
+  DEBUG_VERIFY_HELD (&t->lock);
+  /* thin_reserve_records_locked made room: past it is the heap. */
+  VERIFY3U (t->buflen + THIN_RECORD_SIZE, <=, t->bufcap);
+  /* Recovery refuses a record of no slots or beyond the store, and with
+   * it the rest of the journal.
+   */
+  VERIFY3U (n, >=, 1);
+  VERIFY3U (n, <=, UINT32_MAX);
+  VERIFY3U ((uint64_t) p + n, <=, t->map.nphys);
   thin_record_encode (&r, t->buf + t->buflen);
   t->buflen += THIN_RECORD_SIZE;
   return r.seq;

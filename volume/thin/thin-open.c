@@ -201,7 +201,7 @@ thin_new (struct engine *e, const struct volume_config *cfg)
   t->id.slot = t->slot;
   t->id.size = t->v.size;
   t->id.backend_size = engine_size (e);
-  t->id.backend = *engine_identity (e);
+  t->id.backend = *engine_saved_identity (e);
   pthread_mutex_init (&t->lock, NULL);
   pthread_mutex_init (&t->commit_lock, NULL);
   pthread_condattr_init (&attr);

@@ -45,6 +45,7 @@
 #include "arith.h"
 #include "log.h"
 #include "thin-pure.h"
+#include "verify.h"
 
 #define EXACT_CLASSES 64
 #define BUCKET_SCAN 16
@@ -226,15 +227,32 @@ freed_add (struct thin_space *s, struct thin_freed *f, uint64_t p, uint64_t n)
     index_add (f, &x);
 }
 
+/* Whether no slot of [p, p+n) is free in any set: a slot freed twice
+ * would be allocated twice, to two logical slots (debug builds; O(log
+ * n) a set).
+ */
+static bool __attribute__ ((unused))
+nowhere_free (const struct thin_space *s, uint64_t p, uint64_t n)
+{
+  struct extent x;
+
+  return !extmap_find_overlap (s->reserve.runs, p, n, &x) &&
+         !extmap_find_overlap (s->pending.runs, p, n, &x) &&
+         !extmap_find_overlap (s->zero, p, n, &x) &&
+         !extmap_find_overlap (s->clean, p, n, &x);
+}
+
 void
 thin_space_add_pending (struct thin_space *s, uint64_t p, uint64_t n)
 {
+  DEBUG_VERIFY (nowhere_free (s, p, n));
   freed_add (s, &s->pending, p, n);
 }
 
 void
 thin_space_add_reserve (struct thin_space *s, uint64_t p, uint64_t n)
 {
+  DEBUG_VERIFY (nowhere_free (s, p, n));
   freed_add (s, &s->reserve, p, n);
 }
 
@@ -242,6 +260,7 @@ void
 thin_space_add_clean (struct thin_space *s, uint64_t p, uint64_t n,
                       bool zero)
 {
+  DEBUG_VERIFY (nowhere_free (s, p, n));
   if (extmap_insert (zero ? s->zero : s->clean, p, n, 0) == -1)
     lose (s, n);
 }
