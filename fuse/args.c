@@ -28,36 +28,6 @@
 #define USAGE \
   "usage: discardfuse [backend=]PATH|URI [KEY=VALUE...] [FUSE OPTIONS] MOUNTPOINT"
 
-/* KEY=VALUE, as opposed to a path that happens to contain '=': the key
- * is a non-empty run of lower-case letters, digits, '-' and '_'.
- */
-static bool
-is_key_value (const char *arg)
-{
-  size_t n = strspn (arg, "abcdefghijklmnopqrstuvwxyz0123456789-_");
-
-  return n > 0 && arg[n] == '=';
-}
-
-/* Returns 0 when set, -1 on a bad value (reported), 1 if key is not
- * ours (an error on the command line, libfuse's business under -o).
- */
-static int
-set_key (struct dfuse *df, const char *arg)
-{
-  const char *eq = strchr (arg, '=');
-  char *key = strndup (arg, eq - arg);
-  int r;
-
-  if (key == NULL) {
-    dc_error ("strndup: %m");
-    return -1;
-  }
-  r = service_config_set (&df->cfg, key, eq + 1);
-  free (key);
-  return r;
-}
-
 static int
 add_positional (struct dfuse *df, const char *arg)
 {
@@ -86,9 +56,9 @@ opt_proc (void *data, const char *arg, int key, struct fuse_args *outargs)
   int r;
 
   if (key == FUSE_OPT_KEY_NONOPT) {
-    if (!is_key_value (arg))
+    if (!service_arg_is_key_value (arg))
       return add_positional (df, arg);
-    r = set_key (df, arg);
+    r = service_config_set_arg (&df->cfg, arg);
     if (r == 1) {
       dc_error ("unknown parameter '%.*s': see discardfuse --help for the "
                 "accepted keys", (int) strcspn (arg, "="), arg);
@@ -102,7 +72,9 @@ opt_proc (void *data, const char *arg, int key, struct fuse_args *outargs)
               "trims are about 3.5x slower");
     return -1;
   }
-  return is_key_value (arg) ? set_key (df, arg) : 1;
+  if (!service_arg_is_key_value (arg))
+    return 1;
+  return service_config_set_arg (&df->cfg, arg);
 }
 
 static void

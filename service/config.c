@@ -413,6 +413,33 @@ service_config_set (struct service_config *cfg, const char *key,
   return r;
 }
 
+bool
+service_arg_is_key_value (const char *arg)
+{
+  size_t n = strspn (arg, "abcdefghijklmnopqrstuvwxyz0123456789-_");
+
+  return n > 0 && arg[n] == '=';
+}
+
+int
+service_config_set_arg (struct service_config *cfg, const char *arg)
+{
+  const char *eq = strchr (arg, '=');
+  CLEANUP_FREE char *key = NULL;
+
+  if (eq == NULL) {
+    dc_error ("'%s': expected KEY=VALUE", arg);
+    errno = EINVAL;
+    return -1;
+  }
+  key = strndup (arg, eq - arg);
+  if (key == NULL) {
+    dc_error ("strndup: %m");
+    return -1;
+  }
+  return service_config_set (cfg, key, eq + 1);
+}
+
 /* The forms a client is told for a bad value: the layer's own words
  * where it has them.
  */

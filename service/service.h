@@ -67,6 +67,16 @@ extern int service_config_copy (struct service_config *dst,
 extern int service_config_set (struct service_config *cfg, const char *key,
                                const char *value);
 
+/* A command-line word KEY=VALUE, as opposed to a path that happens to
+ * contain '=': the key is a non-empty run of lower-case letters, digits,
+ * '-' and '_' (the front-ends' rule for bare words).
+ */
+extern bool service_arg_is_key_value (const char *arg);
+
+/* service_config_set on the word KEY=VALUE (same returns). */
+extern int service_config_set_arg (struct service_config *cfg,
+                                   const char *arg);
+
 /* Check what single keys cannot: backend= present, the volume's keys
  * together, the directories of statsfile= and state= there and
  * writable.  0, or -1 (reported).

@@ -8,6 +8,10 @@ systemd_units = \
 	systemd/discardfuse@.service \
 	systemd/discardfuse-loop@.service \
 	systemd/discardcache-prometheus.service
+# discardublk's unit where discardublk is built (liburing).
+if HAVE_LIBURING
+systemd_units += systemd/discardublk@.service
+endif
 systemd_generated = $(systemd_units) systemd/discardcache-helper
 
 if INSTALL_SYSTEMD_UNITS
@@ -24,6 +28,7 @@ EXTRA_DIST += \
 	systemd/discardcache-nbd@.service.in \
 	systemd/discardfuse@.service.in \
 	systemd/discardfuse-loop@.service.in \
+	systemd/discardublk@.service.in \
 	systemd/discardcache-prometheus.service.in \
 	systemd/discardcache-helper.in \
 	systemd/discardcache-prometheus.timer \
@@ -39,6 +44,7 @@ systemd/discardcache@.service: systemd/discardcache@.service.in
 systemd/discardcache-nbd@.service: systemd/discardcache-nbd@.service.in
 systemd/discardfuse@.service: systemd/discardfuse@.service.in
 systemd/discardfuse-loop@.service: systemd/discardfuse-loop@.service.in
+systemd/discardublk@.service: systemd/discardublk@.service.in
 systemd/discardcache-prometheus.service: systemd/discardcache-prometheus.service.in
 systemd/discardcache-helper: systemd/discardcache-helper.in
 $(systemd_generated): Makefile

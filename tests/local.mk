@@ -17,6 +17,7 @@ include tests/lint/local.mk
 include tests/verifier/local.mk
 include tests/filters/local.mk
 include tests/sanitizer/local.mk
+include tests/ublk/local.mk
 
 # Tests of the plugin running under nbdkit.
 EXTRA_DIST += tests/e2e/e2e-lib.sh tests/e2e/churn.py tests/e2e/thin-crash.py

@@ -46,6 +46,43 @@ card_result () { echo "$2=$3" >> "$GUEST_OUT/$1.result"; }
 # card_get NAME KEY: a value card_line wrote.
 card_get () { awk -F= -v k="$2" '$1 == k { v = substr($0, length(k) + 2) } END { print v }' "$GUEST_OUT/$1.result"; }
 
+# card_qemu_nbd DEV DIR: qemu-nbd serving DEV on DIR/q.sock with O_DIRECT
+# (--cache=none) and discards on (BLKDISCARD), for the verifier; QPID is
+# its pid, stopped at exit.
+card_qemu_nbd ()
+{
+    rm -f "$2/q.sock"
+    qemu-nbd -f raw --cache=none --aio=threads --discard=unmap -t -e 4 \
+        -k "$2/q.sock" "$1" &
+    QPID=$!
+    cleanup_fn stop_pid "$QPID" qemu-nbd
+    wait_started "$QPID" qemu-nbd 30 test -S "$2/q.sock"
+}
+
+# card_verify DEV DIR SEED OPS: the verifier (tests/verifier/) through
+# card_qemu_nbd DEV DIR, its model saved to DIR/model; qemu-nbd stopped.
+# card_verify_check DEV DIR: every block of DEV against DIR/model.
+card_verify ()
+{
+    card_qemu_nbd "$1" "$2"
+    "$abs_top_builddir/tests/verifier/verify" --uri "nbd+unix:///?socket=$2/q.sock" \
+        --seed "$3" --ops "$4" --connections 2 --depth 8 --save-model "$2/model" \
+        > "$2/verify.out" 2>&1 ||
+        { cat "$2/verify.out" >&2; fail "the verifier failed through $1 (seed $3)"; }
+    grep '^verify-result:' "$2/verify.out"
+    stop_pid "$QPID" qemu-nbd
+}
+
+card_verify_check ()
+{
+    card_qemu_nbd "$1" "$2"
+    "$abs_top_builddir/tests/verifier/verify" --uri "nbd+unix:///?socket=$2/q.sock" \
+        --load-model "$2/model" --verify-only --connections 1 > "$2/check.out" 2>&1 ||
+        { cat "$2/check.out" >&2; fail "after the restart, blocks of $1 differ from the model"; }
+    grep '^verify-result:' "$2/check.out"
+    stop_pid "$QPID" qemu-nbd
+}
+
 card_modules ()
 {
     [ -e $CARD_NBD ] || modprobe nbd || fail "modprobe nbd failed"

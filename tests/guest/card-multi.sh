@@ -51,25 +51,9 @@ echo "== verifier: verify -> qemu-nbd -> $CARD_NBD -> discardcache -> $vdev (see
 blkdiscard -f "$vdev" > /dev/null 2>&1
 card_modules
 
-# qemu_nbd_start: serve $CARD_NBD on $CW/q.sock, O_DIRECT, discards on.
-qemu_nbd_start ()
-{
-    rm -f "$CW/q.sock" "$CW/q.pid"
-    qemu-nbd -f raw --cache=none --aio=threads --discard=unmap -t -e 4 \
-        -k "$CW/q.sock" --pid-file="$CW/q.pid" "$CARD_NBD" &
-    QPID=$!
-    cleanup_fn stop_pid "$QPID" qemu-nbd
-    wait_started "$QPID" qemu-nbd 30 test -S "$CW/q.sock"
-}
-
 card_server v "$vdev" discardcache no
 card_attach "$CW/v.sock" 2
-qemu_nbd_start
-"$VERIFY" --uri "nbd+unix:///?socket=$CW/q.sock" --seed "$seed" --ops "$ops" \
-    --connections 2 --depth 8 --save-model "$CW/model" > "$CW/verify.out" 2>&1 ||
-    { cat "$CW/verify.out" >&2; fail "the verifier failed through $CARD_NBD"; }
-grep '^verify-result:' "$CW/verify.out"
-stop_pid "$QPID" qemu-nbd
+card_verify "$CARD_NBD" "$CW" "$seed" "$ops"
 "$DISCARDCTL" -s "$CW/v.ctl" flush --wait > /dev/null || fail "discardctl flush --wait failed"
 "$DISCARDCTL" -s "$CW/v.ctl" stats | head -n 3
 card_detach || fail "nbd-client -d failed"
@@ -80,12 +64,7 @@ echo "the engine forwarded $fwd discards to $vdev; $vdev completed $(guest_disca
 
 card_server v2 "$vdev" discardcache no
 card_attach "$CW/v2.sock" 1
-qemu_nbd_start
-"$VERIFY" --uri "nbd+unix:///?socket=$CW/q.sock" --load-model "$CW/model" --verify-only \
-    --connections 1 > "$CW/check.out" 2>&1 ||
-    { cat "$CW/check.out" >&2; fail "after the restart, blocks differ from the model"; }
-grep '^verify-result:' "$CW/check.out"
-stop_pid "$QPID" qemu-nbd
+card_verify_check "$CARD_NBD" "$CW"
 card_detach || fail "nbd-client -d failed"
 card_stop_server
 echo "verifier: ok through the kernel client, and after a restart"

@@ -10,7 +10,8 @@ GUEST_TESTS = \
 	tests/guest/test-guest-scsi.sh \
 	tests/guest/test-guest-multi.sh \
 	tests/guest/test-guest-moved.sh \
-	tests/guest/test-guest-restart.sh
+	tests/guest/test-guest-restart.sh \
+	tests/guest/test-guest-ublk.sh
 TESTS += $(GUEST_TESTS)
 EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/README.md \
@@ -26,7 +27,9 @@ EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/card-main.sh \
 	tests/guest/moved-disk.sh \
 	tests/guest/restart-keeper.sh \
-	tests/guest/restart-writer.py
+	tests/guest/restart-writer.py \
+	tests/guest/ublk-guest.sh \
+	tests/guest/ublk-writer.py
 
 # The benchmark in a guest (tests/bench/guest): its own section of
 # docs/benchmarks.md, part of `make bench`.
@@ -45,3 +48,10 @@ bench-restart: all
 	abs_top_srcdir='$(abs_top_srcdir)' abs_top_builddir='$(abs_top_builddir)' \
 	  $(top_srcdir)/tests/guest/run --kernel 6.1 --timeout 1200 -- \
 	  '$(abs_top_srcdir)/tests/guest/restart-keeper.sh' 20 2 xfs 5
+
+# discardublk against nbd and fuse + loop in a guest (tests/bench/ublk).
+.PHONY: bench-ublk
+bench: bench-ublk
+bench-ublk: all
+	$(top_srcdir)/tests/bench/ublk --out '$(abs_top_srcdir)/docs/benchmarks.md' '$(abs_top_builddir)'
+EXTRA_DIST += tests/bench/ublk tests/guest/ublk-bench.sh

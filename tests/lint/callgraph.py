@@ -20,7 +20,7 @@ LAYERS = [
     ('cache/extmap', 2), ('cache/policy', 3), ('cache/protect', 3),
     ('cache/persist', 3), ('cache', 4),
     ('volume', 5), ('volume/thin', 5), ('service', 6),
-    ('nbd-plugin', 7), ('fuse', 7), ('tools', 7),
+    ('nbd-plugin', 7), ('fuse', 7), ('ublk', 7), ('tools', 7),
 ]
 RANK = dict(LAYERS)
 

@@ -60,7 +60,7 @@ plugindir=$(pkg-config --variable=plugindir nbdkit)
 [ -z "$(find "$TESTDIR/plugin" "$TESTDIR/tools" -name '*.la')" ] || fail "a .la in a package"
 "$NBDKIT" --dump-plugin "$TESTDIR/plugin$plugindir/nbdkit-discardcache-plugin.so" |
     grep -q '^name=discardcache$' || fail "nbdkit cannot load the packaged plugin"
-for p in discardctl discardfuse; do
+for p in discardctl discardfuse discardublk; do
     [ -x "$TESTDIR/tools/usr/bin/$p" ] || fail "no /usr/bin/$p in $tools_deb"
     [ -e "$TESTDIR/tools/usr/share/man/man1/$p.1.gz" ] || fail "no $p(1) in $tools_deb"
 done

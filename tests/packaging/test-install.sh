@@ -36,6 +36,11 @@ has "$bindir/discardctl" -x
 for m in discardctl discardfuse nbdkit-discardcache-plugin; do
     has "$man1dir/$m.1"
 done
+# discardublk where configure found liburing.
+if [ -x "$abs_top_builddir/ublk/discardublk" ]; then
+    has "$bindir/discardublk" -x
+    has "$man1dir/discardublk.1"
+fi
 [ -z "$(find "$dest" -name '*.8' -o -name '*.la' -o -path '*/sbin/*')" ] ||
     fail "left over from before: $(find "$dest" -name '*.8' -o -name '*.la' -o -path '*/sbin/*')"
 if [ "$unitdir" != no ]; then

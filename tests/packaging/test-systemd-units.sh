@@ -10,6 +10,8 @@
 # - discardfuse@ then discardfuse-loop@: mounted, the loop device on
 #   MOUNTPOINT/disk with direct I/O, data through it, then stopped in
 #   order (loop detached, then discardfuse) with a clean unmount;
+# - discardublk@ (where built): its ExecStart's helper picks --recover
+#   only when the device is there (no ublk here: the message, exit 1);
 # - discardcache-prometheus: a file a server, labelled, mode 0644, no
 #   temporary file left, clean under promtool, served by node-exporter's
 #   textfile collector without error; the file of a server that stopped
@@ -32,6 +34,8 @@ install_tree "$dest"
 
 units="discardcache@.service discardcache-nbd@.service discardfuse@.service discardfuse-loop@.service
   discardcache-prometheus.service discardcache-prometheus.timer"
+# discardublk@ where discardublk is built (configure found liburing).
+[ -x "$abs_top_builddir/ublk/discardublk" ] && units="$units discardublk@.service"
 mkdir "$T/units"
 for u in $units; do
     sed "s|$prefix/|$dest$prefix/|g" "$dest$unitdir/$u" >"$T/units/$u"
@@ -68,7 +72,8 @@ echo "systemd-analyze verify: $(echo $units): clean"
 mkdir -p "$T/run" "$T/bin" "$T/libexec"
 ln -s "$DISCARDCTL" "$T/bin/discardctl"
 ln -s "$DISCARDFUSE" "$T/bin/discardfuse"
-sed "s|^DISCARDCTL=.*|DISCARDCTL=\${DISCARDCTL:-$DISCARDCTL}|" \
+sed -e "s|^DISCARDCTL=.*|DISCARDCTL=\${DISCARDCTL:-$DISCARDCTL}|" \
+    -e "s|^DISCARDUBLK=.*|DISCARDUBLK=\${DISCARDUBLK:-$abs_top_builddir/ublk/discardublk}|" \
     "$abs_top_builddir/systemd/discardcache-helper" >"$T/libexec/discardcache-helper"
 chmod 0755 "$T/libexec/discardcache-helper"
 helperdir=$(make_dir pkglibexecdir)
@@ -228,3 +233,21 @@ kill -TERM "$fuse_pid"
 await_exit "$fuse_pid" discardfuse SIGTERM || fail "discardfuse@test exited $? at stop"
 ! grep -qF " $DISCARDFUSE_MOUNTPOINT fuse" /proc/mounts || fail "still mounted after stop"
 echo "discardfuse@ and discardfuse-loop@: started, used and stopped in order"
+
+# discardublk@test, where built, on a host without ublk: the helper runs
+# discardublk itself (exec), which says what is missing and exits 1 (the
+# guest test, tests/guest/test-guest-ublk.sh, runs the helper's recovery).
+case $units in *discardublk@*) ;; *) exit 0 ;; esac
+[ ! -e /dev/ublk-control ] || { echo "discardublk@: this host has ublk: its start is left to the guest test"; exit 0; }
+DISCARDUBLK_ID=7
+unit_argv discardublk@.service ExecStart
+[ "${ARGV[1]}" = ublk-start ] && [ "${ARGV[2]}" = 7 ] ||
+    fail "discardublk@.service does not start through the helper: ${ARGV[*]}"
+"${ARGV[@]}" >"$T/ublk.out" 2>&1 && fail "discardublk@test started without ublk"
+grep -q "modprobe ublk_drv" "$T/ublk.out" || { cat "$T/ublk.out"; fail "discardublk@test: no word of ublk_drv"; }
+! grep -q "recovering" "$T/ublk.out" || fail "the helper recovered a device that is not there"
+DISCARDUBLK_ID=x
+unit_argv discardublk@.service ExecStart
+"${ARGV[@]}" >"$T/ublk.out" 2>&1 && fail "discardublk@test started with DISCARDUBLK_ID=x"
+grep -q "is not a number" "$T/ublk.out" || { cat "$T/ublk.out"; fail "no word of the bad DISCARDUBLK_ID"; }
+echo "discardublk@: the helper starts discardublk, which refuses a kernel without ublk"
