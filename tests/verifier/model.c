@@ -366,8 +366,8 @@ allow_before_cancelled_trim (const struct blk *b, struct allowed *a)
     else if (ev->type == OP_ZERO && !ev->err)
       return;                   /* zeros: allowed already */
   }
-  if (trimmed)
-    a->anything = a->n == 0 && b->nhist > HISTORY;
+  if (trimmed && a->n == 0 && b->nhist > HISTORY)
+    a->anything = true;
 }
 
 /* Now, or (after_crash) after a crash: the durable state or any change
