@@ -65,27 +65,22 @@ guest_disk_of ()
     return 1
 }
 
-guest_disk_file ()
+# _guest_disk_field DEV file|kind: that field of DEV's GUEST_DISKS entry.
+_guest_disk_field ()
 {
     local d k s f serial
     serial=$(_guest_serial_of "${1#/dev/}")
     for d in $GUEST_DISKS; do
         IFS=: read -r k s f <<< "$d"
-        [ "$s" = "$serial" ] && { echo "$f"; return 0; }
+        [ "$s" = "$serial" ] || continue
+        case $2 in file) echo "$f" ;; kind) echo "$k" ;; esac
+        return 0
     done
     return 1
 }
 
-guest_disk_kind ()
-{
-    local d k s f serial
-    serial=$(_guest_serial_of "${1#/dev/}")
-    for d in $GUEST_DISKS; do
-        IFS=: read -r k s f <<< "$d"
-        [ "$s" = "$serial" ] && { echo "$k"; return 0; }
-    done
-    return 1
-}
+guest_disk_file () { _guest_disk_field "$1" file; }
+guest_disk_kind () { _guest_disk_field "$1" kind; }
 
 guest_disks_load ()
 {
