@@ -283,6 +283,8 @@ CONTENDER_NAMES = {
     "file": "nbdkit file",
     "dc-journal": "discardcache state= (journal on)",
     "dc-nojournal": "discardcache state= journal=off",
+    "dc-base": "the baseline build",
+    "dc-journal-base": "the baseline build, journal on",
 }
 
 
@@ -652,16 +654,20 @@ def thin_note(t, case, out):
                   "each a discard never sent" % fmt(reused, 0)))
 
 
-def report_datapath(t, out, targets):
+def report_datapath(t, out, targets, base):
     if not section(t, out, "3. Data-path overhead on a sparse file (fio nbd engine)", (
         "The same prefilled file served by `nbdkit file` and by discardcache "
         "(`backend=FILE`); no TRIMs; the file is synced between runs, and the "
         "contenders swap places every run. × is discardcache to nbdkit file, as in "
         "section 1. *thin* is discardcache `thin=on` (`slot=auto`: 4 KiB here) on one map, filled through "
         "it once before the first run (1 MiB sequential writes) so that its reads reach "
-        "the file as the others' do, and kept from run to run.")):
+        "the file as the others' do, and kept from run to run. *baseline* is %s: the "
+        "same keys in the plugin of an older commit (tests/bench/baseline.sh), a contender "
+        "of every run like the others; × baseline is discardcache to it (target ≥ 0.95x: "
+        "no slower than before, within this machine's noise)." % base)):
         return
     thin = "thin" in t.contenders
+    with_base = "dc-base" in t.contenders
     rows = []
     for case in t.cases:
         side = "read" if "read" in case else "write"
@@ -677,11 +683,15 @@ def report_datapath(t, out, targets):
             targets.append(("3. data path, " + case, verdict(min(r_iops[0], r_bw[0]) >= 0.95, "discardcache IOPS %s, bandwidth %s nbdkit file (target ≥ 0.95x)" % (fmt_rel(r_iops, 3), fmt_rel(r_bw, 3)))))
         if thin:
             row += thin_datapath(t, case, key, targets)
+        if with_base:
+            row += base_datapath(t, case, key, targets, base)
         rows.append(row)
     head = ["job", "file IOPS", "dc IOPS", "×", "file MiB/s", "dc MiB/s", "×",
             "file p99 ms", "dc p99 ms"]
     if thin:
         head += ["thin IOPS", "×", "thin p99 ms"]
+    if with_base:
+        head += ["baseline IOPS", "× baseline", "baseline p99 ms"]
     out.append(md_table(head, rows))
     out.append("")
 
@@ -1116,6 +1126,29 @@ def write_plots(mixed, fs, outdir, pngdir, meta):
     return made
 
 
+def base_datapath(t, case, key, targets, base):
+    """The baseline build's cells of a data-path row, and discardcache's
+    target against it."""
+    why = t.why_not(case, "dc-base")
+    if why:
+        return [why, "–", "–"]
+    r_iops = t.rel(case, "dc", "dc-base", key + "iops")
+    if r_iops[0] is not None:
+        targets.append(("3. data path, " + case, verdict(r_iops[0] >= 0.95, "discardcache IOPS %s %s (target ≥ 0.95x)" % (fmt_rel(r_iops, 3), base))))
+    return [fmt(t.med(case, "dc-base", key + "iops")), fmt_rel(r_iops),
+            fmt(t.med(case, "dc-base", key + "p99"))]
+
+
+def base_name(meta):
+    """How the report names the baseline build, or says why there was none."""
+    rev = meta.get("baseline")
+    if not rev:
+        return "the baseline build (not recorded)"
+    if " " in rev:
+        return "the baseline build (%s)" % rev
+    return "the baseline build (`%s`)" % rev
+
+
 def load_summary(records):
     loads = sorted(r["load"] for r in records if "load" in r)
     if not loads:
@@ -1138,7 +1171,24 @@ def journal_records_a_write(t, case):
     return median(vals)
 
 
-def report_journal(t, out, targets):
+def journal_base_cells(t, case, lat, targets, base):
+    """Section 7's baseline cells of a row, and the write-through's target:
+    journal on now against journal on in the baseline build."""
+    iops = t.paired(case, "dc-journal", "dc-journal-base", "j_write_iops")
+    p50 = t.paired(case, "dc-journal", "dc-journal-base", lat + "p50")
+    if iops[0] is not None:
+        of_medians = t.rel(case, "dc-journal", "dc-journal-base", "j_write_iops")[0]
+        targets.append(("7. journal, " + case, verdict(
+            iops[0] >= 0.95,
+            "journal on: IOPS %s %s, median of the slice ratios (target ≥ 0.95x); "
+            "ratio of the IOPS medians %s; latency p50 %s"
+            % (fmt_rel(iops, 3), base, fmt_rel((of_medians, None, None), 3),
+               fmt_rel(p50, 3)))))
+    return [fmt(t.med(case, "dc-journal-base", "j_write_iops")), fmt_rel(iops, 3),
+            fmt(t.med(case, "dc-journal-base", lat + "p50"), 3), fmt_rel(p50, 3)]
+
+
+def report_journal(t, out, targets, base):
     if not section(t, out, "7. The journal of the pending set: what FLUSH-heavy clients pay", (
         "discardcache with `state=FILE` and the journal (`journal=on`, the default with "
         "`state=`) against the same keys with `journal=off`, each on a sparse file of "
@@ -1159,8 +1209,15 @@ def report_journal(t, out, targets):
         "journal. Where the backend's fdatasync covers the journal (a file on ext4 or XFS "
         "with the journal on the same file system, as here), a FLUSH writes the records "
         "out and the backend's flush makes them durable: *journal fdatasyncs* are the "
-        "journal's own (design notes, \"One flush for the journal and the backend\").")):
+        "journal's own (design notes, \"One flush for the journal and the backend\"). "
+        "*baseline*: the journal on in %s, the third contender of each slice round "
+        "(ABC, then CBA); × baseline is journal on to it, the same medians of slice "
+        "ratios: what this build's journal costs writes against the older one's "
+        "(target ≥ 0.95x; since 2a76bba a write's cancel reaches the journal's file "
+        "before the write reaches the backend: design notes, \"A crash of the process "
+        "alone\")." % base)):
         return
+    with_base = "dc-journal-base" in t.contenders
     rows = []
     for case in t.cases:
         sync = "fsync" in case
@@ -1190,9 +1247,14 @@ def report_journal(t, out, targets):
                 % (fmt_rel(iops, 3), "FLUSH" if sync else "O_SYNC write",
                    fmt_rel(p50, 3), fmt_rel(p99, 3), fmt_rel((of_medians, None, None), 3),
                    fmt(per_write)))))
-    out.append(md_table(["case", "off IOPS", "on IOPS", "×", "off p50 ms", "on p50 ms", "×",
-                         "off p99 ms", "on p99 ms", "×", "journal commits",
-                         "journal fdatasyncs", "records", "records a write"], rows))
+        if with_base:
+            rows[-1] += journal_base_cells(t, case, lat, targets, base)
+    head = ["case", "off IOPS", "on IOPS", "×", "off p50 ms", "on p50 ms", "×",
+            "off p99 ms", "on p99 ms", "×", "journal commits",
+            "journal fdatasyncs", "records", "records a write"]
+    if with_base:
+        head += ["baseline IOPS", "× baseline", "baseline p50 ms", "× baseline"]
+    out.append(md_table(head, rows))
     out.append("")
 
 
@@ -1207,10 +1269,10 @@ def report(args):
     body = []
     report_mixed(mixed, body, targets)
     report_fs(fs, body, targets)
-    report_datapath(dp, body, targets)
+    report_datapath(dp, body, targets, base_name(meta))
     report_memory(mem, body, targets)
     report_thin(thin, body, targets)
-    report_journal(journal, body, targets)
+    report_journal(journal, body, targets, base_name(meta))
     pngs = write_plots(mixed, fs, args.outdir, os.path.dirname(os.path.abspath(args.markdown)), meta)
 
     out = [BEGIN, "# Benchmarks: what discardcache buys and what it costs\n"]
@@ -1227,6 +1289,7 @@ def report(args):
         ["CPU", "%s, %s CPUs online" % (meta["cpu"], meta["nproc"])],
         ["kernel", meta["kernel"]], ["nbdkit", meta["nbdkit"]], ["libnbd", meta["libnbd"]],
         ["fio", meta["fio"]], ["discardcache", meta["source"]],
+        ["baseline build (sections 3 and 7)", base_name(meta)],
         ["mode", meta["mode"]], ["load average at start", meta["loadavg"]],
         ["1-minute load at the start of each run", load_summary(records)],
         ["wall time of the whole run", wall_time(meta)]]))

@@ -20,6 +20,9 @@
 # from 0.85x to 1.31x of each other, against targets 5% and 10% wide.
 # Slices side by side see the same disk.
 
+# dc-journal-base: dc-journal's keys in the baseline build
+# (tests/bench/baseline.sh), the third of each slice round where there is
+# one: what the journal costs writes now against what it cost before.
 JOURNAL_KINDS=(dc-nojournal dc-journal)
 
 # journal_start_both SIZE: both contenders, each on a new sparse file.
@@ -29,8 +32,9 @@ journal_start_both ()
     for kind in "${JOURNAL_KINDS[@]}"; do
         rm -f "$BENCH_DIR/$kind.img" "$BENCH_DIR/$kind.state" "$BENCH_DIR/$kind.state.journal"
         truncate -s "$1" "$BENCH_DIR/$kind.img"
-        bench_contender "$kind" dc "$BENCH_DIR/$kind.img" state="$BENCH_DIR/$kind.state" \
-            delay=1h journal="$([ "$kind" = dc-journal ] && echo on || echo off)"
+        bench_contender "$kind" "$([ "$kind" = dc-journal-base ] && echo dc-base || echo dc)" \
+            "$BENCH_DIR/$kind.img" state="$BENCH_DIR/$kind.state" \
+            delay=1h journal="$([ "$kind" = dc-nojournal ] && echo off || echo on)"
     done
 }
 
@@ -148,6 +152,7 @@ journal_xfs_run ()
 workload_journal ()
 {
     local rep
+    [ "$BENCH_BASE" = yes ] && JOURNAL_KINDS+=(dc-journal-base)
     for (( rep = 1; rep <= reps; rep++ )); do
         journal_fio_run "$rep"
         fs_possible || continue

@@ -113,6 +113,8 @@ bench_device ()
 #              filesystem rows only; it mounts DIR/stack/fuse itself
 #   fuse-nodiscard  the same, XFS mounted without -o discard
 #   file       nbdkit file FILE (data-path rows: the device is a file)
+#   dc-base    dc's keys in the baseline build's plugin (BASE_PLUGIN,
+#              tests/bench/baseline.sh)
 
 # bench_is_dc KIND: true if KIND runs discardcache's engine (statistics,
 # and a final flush worth timing).
@@ -136,6 +138,8 @@ bench_contender ()
         bench_start "$name" file "$backend" "$@" ;;
     dc|dc-nodiscard)
         bench_start "$name" "${dc[@]}" "$@" ;;
+    dc-base)
+        bench_start "$name" "$BASE_PLUGIN" "${dc[@]:1}" "$@" ;;
     dc-pt)
         bench_start "$name" "${dc[@]}" passthrough=true "$@" ;;
     thin)
