@@ -238,10 +238,14 @@ for which, (pend, clean, data_after) in enumerate(since):
         break
 if match is None and device_pid is None:
     # kill -9: no single moment fits, but every pending block was pending
-    # at one (records of concurrent commits reach the file in commit
-    # order, which a sequential model does not always pin down).  The
-    # check that matters comes below (no acknowledged write pending);
-    # the known-clean map is forgotten so that the model is exact again.
+    # at one.  The model takes a discardctl flush as one step; the engine
+    # records it extent by extent (each removed from the pending map as
+    # its discard goes out, added to the clean map when it completes),
+    # and the journal's thread commits whenever its buffer passes 1,024
+    # records, so the file can end in the middle of a flush: some of its
+    # extents forwarded, the rest still pending.  The check that matters
+    # comes below (no acknowledged write pending); the known-clean map is
+    # forgotten so that the model is exact again.
     union = set().union(*(p for p, _, _ in since))
     if got <= union:
         ctl_cmd("forget-clean")
