@@ -4,7 +4,7 @@
  * the layer that parses it, whether `discardctl set` may change it while
  * the server runs, and which front-ends take it.  service_config_set
  * dispatches through it (a key not in the table is not a key); --help of
- * both front-ends is written from it; tests/lint/test-keys.sh compares it
+ * every front-end is written from it; tests/lint/test-keys.sh compares it
  * with the man pages and the README.  The parsing itself stays with each
  * layer (engine_config_set, volume_config_set, the service's own).
  */
@@ -23,10 +23,14 @@ enum service_layer {
   SERVICE_LAYER_ENGINE,        /* engine_config_set */
 };
 
-/* Front-ends, as a bit set. */
+/* Front-ends, as a bit set: each --help lists the rows that carry its
+ * bit.
+ */
 #define SERVICE_FRONTEND_NBDKIT 1u
 #define SERVICE_FRONTEND_FUSE   2u
-#define SERVICE_FRONTEND_ALL    (SERVICE_FRONTEND_NBDKIT | SERVICE_FRONTEND_FUSE)
+#define SERVICE_FRONTEND_UBLK   4u
+#define SERVICE_FRONTEND_ALL \
+  (SERVICE_FRONTEND_NBDKIT | SERVICE_FRONTEND_FUSE | SERVICE_FRONTEND_UBLK)
 
 struct service_key {
   const char *name;

@@ -13,6 +13,7 @@ set -u
 : "${NBDKIT:=nbdkit}"
 PLUGIN="$abs_top_builddir/nbd-plugin/.libs/nbdkit-discardcache-plugin.so"
 DISCARDFUSE="$abs_top_builddir/fuse/discardfuse"
+DISCARDUBLK="$abs_top_builddir/ublk/discardublk"    # built with liburing only
 DISCARDCTL="$abs_top_builddir/tools/discardctl"
 
 _cleanup_hooks=()

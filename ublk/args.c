@@ -72,7 +72,7 @@ print_help (void)
           "  --foreground  do not daemonise\n\n"
           "Keys:\n", DUBLK_DEFAULT_QUEUES, DUBLK_DEFAULT_DEPTH,
           DUBLK_DEFAULT_WORKERS);
-  service_keys_write_help (stdout, SERVICE_FRONTEND_FUSE);
+  service_keys_write_help (stdout, SERVICE_FRONTEND_UBLK);
   printf ("\nNeeds Linux 6.0+ with ublk_drv (6.1+ for --recover).  "
           "See discardublk(1).\n");
 }

@@ -300,6 +300,13 @@ main (int argc, char *argv[])
   int r;
 
   r = dublk_parse_args (&d, argc, argv);
+  /* --help and --version: nothing more to do, and that is a success
+   * (the positive statuses below are serve's, DUBLK_EXIT_RESTART).
+   */
+  if (r == 1) {
+    dublk_free_args (&d);
+    return EXIT_SUCCESS;
+  }
   if (r == 0) {
     pthread_mutex_init (&d.lock, NULL);
     pthread_cond_init (&d.cond, NULL);

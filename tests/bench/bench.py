@@ -267,6 +267,22 @@ def md_table(head, rows):
     return "\n".join(out)
 
 
+def replace_section(path, begin, end, section):
+    """Write SECTION between the markers of the markdown file PATH, the rest
+    kept; appended if the markers are missing.  The old BEGIN line is found
+    by its name (BEGIN up to the first ':'), so that a marker whose
+    wording changed is still replaced, not doubled."""
+    old = open(path).read() if os.path.exists(path) else ""
+    start, stop = old.find(begin.split(":")[0]), old.find(end)
+    if start >= 0 and stop > start:
+        new = old[:start] + section + old[stop + len(end):]
+    else:
+        new = old.rstrip("\n") + ("\n\n" if old.strip() else "") + section + "\n"
+    with open(path + ".tmp", "w") as f:
+        f.write(new)
+    os.replace(path + ".tmp", path)
+
+
 def verdict(ok, what):
     return ("met" if ok else "**missed**") + ": " + what
 

@@ -36,6 +36,8 @@
 
 CARD_NBD=/dev/nbd0
 CHURN_PY=$abs_top_srcdir/tests/e2e/churn.py
+# The card's churn, card_line's default --workload.
+CARD_WORKLOAD=churn:6:40:1024
 
 # _card_now: milliseconds since the epoch.
 _card_now () { echo $(( $(date +%s%N) / 1000000 )); }
@@ -220,7 +222,7 @@ card_line ()
 {
     local name=$1 dev=$2 fs=$3 mode=$4
     shift 4
-    local conns=1 keys= workload=churn:6:40:1024 restart=false trace=false
+    local conns=1 keys= workload=$CARD_WORKLOAD restart=false trace=false
     while [ $# -gt 0 ]; do
         case $1 in
         --conns) conns=$2; shift ;;

@@ -54,4 +54,4 @@ bench-restart: all
 bench: bench-ublk
 bench-ublk: all
 	$(top_srcdir)/tests/bench/ublk --out '$(abs_top_srcdir)/docs/benchmarks.md' '$(abs_top_builddir)'
-EXTRA_DIST += tests/bench/ublk tests/guest/ublk-bench.sh
+EXTRA_DIST += tests/bench/ublk tests/bench/ublk-report.py tests/guest/ublk-bench.sh

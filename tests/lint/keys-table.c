@@ -5,8 +5,8 @@
  *
  *   keys-table          one key a line, tab-separated: name, forms,
  *                       default, runtime (yes|no), front-ends
- *                       (nbdkit,fuse), layer, help
- *   keys-table --help   the --help text for nbdkit|fuse (argument 2)
+ *                       (nbdkit,fuse,ublk), layer, help
+ *   keys-table --help   the --help text for nbdkit|fuse|ublk (argument 2)
  *   keys-table --check  every key is parsed by its layer, every
  *                       default leaves a fresh config as it was, and the
  *                       runtime keys are the engine's; exit 1 naming
@@ -23,18 +23,32 @@
 #include "keys.h"
 #include "service.h"
 
+/* The front-ends' names, as test-keys.sh calls them. */
+static const struct {
+  const char *name;
+  unsigned bit;
+} frontends[] = {
+  { "nbdkit", SERVICE_FRONTEND_NBDKIT },
+  { "fuse", SERVICE_FRONTEND_FUSE },
+  { "ublk", SERVICE_FRONTEND_UBLK },
+};
+#define NFRONTENDS (sizeof frontends / sizeof frontends[0])
+
 static void
 print_table (void)
 {
   for (size_t i = 0; i < service_nkeys; i++) {
     const struct service_key *k = &service_keys[i];
+    const char *sep = "";
 
-    printf ("%s\t%s\t%s\t%s\t%s%s%s\t%s\t%s\n", k->name, k->forms,
-            service_key_default (k), k->runtime ? "yes" : "no",
-            k->frontends & SERVICE_FRONTEND_NBDKIT ? "nbdkit" : "",
-            k->frontends == SERVICE_FRONTEND_ALL ? "," : "",
-            k->frontends & SERVICE_FRONTEND_FUSE ? "fuse" : "",
-            service_layer_name (k->layer), k->help);
+    printf ("%s\t%s\t%s\t%s\t", k->name, k->forms,
+            service_key_default (k), k->runtime ? "yes" : "no");
+    for (size_t f = 0; f < NFRONTENDS; f++)
+      if (k->frontends & frontends[f].bit) {
+        printf ("%s%s", sep, frontends[f].name);
+        sep = ",";
+      }
+    printf ("\t%s\t%s\n", service_layer_name (k->layer), k->help);
   }
 }
 
@@ -132,14 +146,11 @@ main (int argc, char *argv[])
   }
   if (argc == 2 && strcmp (argv[1], "--check") == 0)
     return check ();
-  if (argc == 3 && strcmp (argv[1], "--help") == 0) {
-    unsigned fe = strcmp (argv[2], "nbdkit") == 0 ? SERVICE_FRONTEND_NBDKIT
-                : strcmp (argv[2], "fuse") == 0 ? SERVICE_FRONTEND_FUSE : 0;
-
-    if (fe)
-      return service_keys_write_help (stdout, fe) == 0 ? EXIT_SUCCESS
-                                                         : EXIT_FAILURE;
-  }
-  fprintf (stderr, "usage: keys-table [--check | --help nbdkit|fuse]\n");
+  if (argc == 3 && strcmp (argv[1], "--help") == 0)
+    for (size_t f = 0; f < NFRONTENDS; f++)
+      if (strcmp (argv[2], frontends[f].name) == 0)
+        return service_keys_write_help (stdout, frontends[f].bit) == 0
+               ? EXIT_SUCCESS : EXIT_FAILURE;
+  fprintf (stderr, "usage: keys-table [--check | --help nbdkit|fuse|ublk]\n");
   return 2;
 }

@@ -3,10 +3,13 @@
 # discardcache: the one table of keys (service/config.c, printed by
 # tests/lint/keys-table) against everything that lists keys: the parsers
 # (keys-table --check), `nbdkit discardcache --help`, `discardfuse
-# --help`, the PARAMETERS of both man pages (each key's forms, default,
-# and whether discardctl set changes it), the README's table, and the
-# lists of runtime keys in the man pages and the README.  Any key
-# missing, extra, or described differently fails, naming it.
+# --help`, `discardublk --help` (where it is built: its keys, and its own
+# options against the OPTIONS of its man page, defaults included), the
+# PARAMETERS of the plugin's and discardfuse's man pages (each key's
+# forms, default, and whether discardctl set changes it), the README's
+# table, and the lists of runtime keys in the man pages and the README.
+# Any key or option missing, extra, or described differently fails,
+# naming it.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 requires "$NBDKIT" --version
 requires /usr/bin/python3 --version
@@ -24,9 +27,15 @@ dir=$TESTDIR
 "$KEYS_TABLE" --help fuse > "$dir/help-fuse.want" || fail "keys-table --help fuse"
 "$NBDKIT" "$PLUGIN" --help > "$dir/help-nbdkit" 2>&1 || fail "nbdkit --help failed"
 "$DISCARDFUSE" --help > "$dir/help-fuse" 2>&1 || fail "discardfuse --help failed"
+if [ -x "$DISCARDUBLK" ]; then
+    "$KEYS_TABLE" --help ublk > "$dir/help-ublk.want" || fail "keys-table --help ublk"
+    "$DISCARDUBLK" --help > "$dir/help-ublk" 2>&1 || fail "discardublk --help failed"
+else
+    echo "$0: discardublk not built (no liburing): its --help is not checked"
+fi
 
 /usr/bin/python3 - "$dir" "$abs_top_srcdir" <<'PY'
-import re, sys
+import os, re, sys
 
 d, src = sys.argv[1], sys.argv[2]
 problems = []
@@ -61,6 +70,9 @@ def check_help(front, got_file, start, end):
         problem(got_file, "lists %s" % listed)
 check_help("nbdkit", "help-nbdkit", "-plugin.so)\n", "See nbdkit-discardcache-plugin(1).")
 check_help("fuse", "help-fuse", "Keys (also accepted as -o KEY=VALUE):\n", "\nSee discardfuse(1).")
+ublk = os.path.exists(d + "/help-ublk")
+if ublk:
+    check_help("ublk", "help-ublk", "Keys:\n", "\nNeeds Linux")
 
 def plain(pod):
     """Pod text without markup, whitespace made single spaces."""
@@ -109,6 +121,27 @@ def check_pod(path, front):
                     % (k["name"], "should" if k["runtime"] else "should not"))
     return text
 
+# discardublk's own options: --help's list (between the description and
+# "Keys:") against its man page's OPTIONS, in order, each default the same.
+def ublk_options():
+    text = open(src + "/ublk/discardublk.pod").read()
+    pod = []
+    for head, body in re.findall(r"^=item ([^\n]*)\n(.*?)(?=^=item |^=back)",
+                                 section(text, "OPTIONS"), re.M | re.S):
+        m = re.search(r"[Dd]efault:? ([^.;)]+)", plain(body))
+        pod.append((re.match(r"--[a-z-]+", plain(head)).group(0), m and m.group(1)))
+    got = open(d + "/help-ublk").read()
+    got = got[:got.find("\nKeys:\n")]
+    helped = []
+    for name, rest in re.findall(r"^  (--[a-z-]+)(.*(?:\n {6,}.*)*)", got, re.M):
+        m = re.search(r"\(default:? ([^;)]+)", " ".join(rest.split()))
+        helped.append((name, m and m.group(1)))
+    if helped != pod:
+        problem("help-ublk", "discardublk --help lists the options %s, its man page %s"
+                % (helped, pod))
+if ublk:
+    ublk_options()
+
 runtime = [k["name"] for k in keys if k["runtime"]]
 def english(names, mark):
     names = [mark % n for n in names]
@@ -150,6 +183,7 @@ else:
 if problems:
     print("\n".join(problems), file=sys.stderr)
     sys.exit(1)
-print("keys: %d keys agree in --help (nbdkit, discardfuse), both man pages "
-      "and the README; runtime keys: %s" % (len(keys), ", ".join(runtime)))
+print("keys: %d keys agree in --help (nbdkit, discardfuse%s), the man pages "
+      "and the README; runtime keys: %s"
+      % (len(keys), ", discardublk and its options" if ublk else "", ", ".join(runtime)))
 PY
