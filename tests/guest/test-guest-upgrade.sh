@@ -3,11 +3,12 @@
 # In a guest with systemd as PID 1 (Debian 12's 6.1 kernel, one vCPU):
 # the Debian packages installed, XFS on /dev/nbd0 through
 # discardcache-nbd@up's keeper and discardcache@up's server, a writer
-# that fsyncs; three `systemctl restart discardcache@up` and one
-# upgrade (dpkg -i of the same packages with a higher version), whose
-# postinst restarts the server: no error, the server's pid changed each
-# time, the keeper's never, every file intact, xfs_repair -n clean
-# (tests/guest/upgrade-guest.sh).
+# that fsyncs; three `systemctl restart discardcache@up`, the keeper
+# killed (its unit adopts the device), and an upgrade (dpkg -i of the
+# same packages with a higher version), first forbidden by policy-rc.d,
+# then allowed, whose postinst restarts the server: no error, the
+# server's pid changed at each restart, the keeper's only when killed,
+# every file intact, xfs_repair -n clean (tests/guest/upgrade-guest.sh).
 #
 # The packages are tests/packaging/test-deb.sh's, kept in the build
 # tree's tests/packaging/debs/ (make orders this test after that one).

@@ -6,15 +6,17 @@
 # installed; discardcache@up serves a file, discardcache-nbd@up attaches
 # /dev/nbd0 through the keeper, XFS is mounted -o discard on it and a
 # writer fsyncs files without a pause (restart-writer.py).  Then
-# `systemctl restart discardcache@up` RESTARTS times and one upgrade,
-# `dpkg -i DEBDIR/new/*.deb` (the same packages with a higher version),
-# whose postinst restarts the server; first under a policy-rc.d that
-# forbids it (nothing restarts), then without.  Checked: the server's
-# pid changed each time and, after the upgrade, it maps the new plugin
-# file (the old one is deleted); the keeper's pid never changed; the writer saw no
-# error, the kernel logged no I/O error; xfs_repair -n is clean and
-# every file the writer kept is intact.  Printed: each restart's time
-# (systemctl's or dpkg's) and the longest write+fsync around it.
+# `systemctl restart discardcache@up` RESTARTS times; the keeper killed
+# (its unit's Restart= adopts the device); an upgrade, `dpkg -i` of the
+# same packages with a higher version (DEBDIR/new), under a policy-rc.d
+# that forbids restarts (nothing restarts), then again without (the
+# postinst restarts the server).  Checked: the server's pid changed at
+# each restart and, after the upgrade, it maps the new plugin file (not
+# the deleted old one); the keeper's pid changed only when it was
+# killed; the writer saw no error, the kernel logged no I/O error;
+# xfs_repair -n is clean and every file the writer kept is intact.
+# Printed: each restart's time (systemctl's or dpkg's) and the longest
+# write+fsync around it.
 #
 #   upgrade-guest.sh DEBDIR [RESTARTS]
 source "$abs_top_srcdir/tests/functions.sh"
@@ -97,6 +99,21 @@ restart ()
 for (( i = 0; i < restarts; i++ )); do
     restart systemctl systemctl restart discardcache@up.service
 done
+# The keeper crashes (SIGKILL): Restart= starts `attach --adopt`, which
+# takes the device over as it is; the restarts below go through the new
+# keeper.  (The way to move the keeper to a new discardctl without
+# unmounting, which discardcache's postinst tells.)
+systemctl kill -s KILL discardcache-nbd@up.service
+for (( i = 0; i < 300; i++ )); do
+    k=$(mainpid discardcache-nbd@up.service)
+    [ "$k" -gt 0 ] && [ "$k" != "$keeper" ] && systemctl is-active --quiet discardcache-nbd@up.service &&
+        break
+    sleep 0.1
+done
+[ "$k" -gt 0 ] && [ "$k" != "$keeper" ] || fail "no new keeper 30 s after the old one was killed"
+[ "$(cat /sys/block/nbd0/size)" -eq $(( 1 << 21 )) ] || fail "nbd0 lost its size with its keeper"
+echo "keeper killed: pid $keeper -> $k, device kept" | tee -a "$out.result"
+keeper=$k
 # Where policy-rc.d forbids it (exit 101: chroots, image builds, and
 # this host's own container image), the upgrade restarts nothing...
 cat > /usr/sbin/policy-rc.d <<'EOF'

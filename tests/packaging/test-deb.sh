@@ -11,6 +11,10 @@
 # tree (for tests/guest/test-guest-upgrade.sh).  Prints how long the
 # build and lintian took.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
+# The packages a run that passed kept (below): gone at once, so that a
+# run that fails or skips leaves none for the guest's upgrade test to install.
+debs=$abs_top_builddir/tests/packaging/debs
+rm -rf "$debs"
 requires dpkg-buildpackage --version
 requires command -v dh
 requires lintian --version
@@ -89,8 +93,7 @@ grep -q "deb-systemd-invoke try-restart" "$TESTDIR/plugin.ctl/postinst" ||
     fail "the plugin's postinst restarts no server"
 
 # Kept for the guest's upgrade test (it depends on this test's log).
-debs=$abs_top_builddir/tests/packaging/debs
-rm -rf "$debs" && mkdir -p "$debs" && cp "$plugin_deb" "$tools_deb" "$debs/" ||
+mkdir -p "$debs" && cp "$plugin_deb" "$tools_deb" "$debs/" ||
     fail "cannot keep the packages in $debs"
 echo "deb: built in $((built - start)) s, lintian clean in $((linted - built)) s:" \
      "$(basename "$plugin_deb") $(basename "$tools_deb")"
