@@ -11,8 +11,11 @@ GUEST_TESTS = \
 	tests/guest/test-guest-multi.sh \
 	tests/guest/test-guest-moved.sh \
 	tests/guest/test-guest-restart.sh \
-	tests/guest/test-guest-ublk.sh
+	tests/guest/test-guest-ublk.sh \
+	tests/guest/test-guest-upgrade.sh
 TESTS += $(GUEST_TESTS)
+# The upgrade test installs the packages test-deb.sh builds and keeps.
+tests/guest/test-guest-upgrade.log: tests/packaging/test-deb.log
 EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/README.md \
 	tests/guest/run \
@@ -28,6 +31,7 @@ EXTRA_DIST += $(GUEST_TESTS) \
 	tests/guest/moved-disk.sh \
 	tests/guest/restart-keeper.sh \
 	tests/guest/restart-writer.py \
+	tests/guest/upgrade-guest.sh \
 	tests/guest/ublk-guest.sh \
 	tests/guest/ublk-writer.py
 

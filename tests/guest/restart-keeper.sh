@@ -71,6 +71,8 @@ grep -q "connected already" $W/err || fail "second attach: $(cat $W/err)"
 "${mkfs[@]}" /dev/nbd0 || fail "${mkfs[*]} failed"
 mount -o discard /dev/nbd0 /mnt/rk || fail "mount failed"
 
+restart_writer () { /usr/bin/python3 "$abs_top_srcdir/tests/guest/restart-writer.py" "$@"; }
+# (Not through the function: $! must be the writer itself.)
 /usr/bin/python3 "$abs_top_srcdir/tests/guest/restart-writer.py" write /mnt/rk $W $W/stop &
 writer=$!
 sleep 3
@@ -127,8 +129,7 @@ echo "sockets handed to the device: $reconnected ($conns a restart)" | tee -a "$
 bad_stop=0
 for r in "${RESTARTS[@]}"; do
     read -r how at stop start <<< "$r"
-    pause=$(awk -v a="$at" '$1 * 1000 >= a - 1000 && $1 * 1000 <= a + 3000 && $2 > m { m = $2 }
-                          END { printf "%d", m * 1000 }' $W/latency)
+    pause=$(restart_writer pause $W $(( at - 1000 )) $(( at + 3000 )))
     echo "restart by $how: stop $stop ms, start $start ms, longest write+fsync $pause ms" |
         tee -a "$out.result"
     [ "$how" = KILL ] || [ "$stop" -le $(( STOP_MS + 1000 )) ] || bad_stop=1
@@ -142,10 +143,8 @@ for how in TERM KILL; do
     echo "$how ($(wc -l < $W/stops)): stop $(pct < $W/stops); pause $(pct < $W/pauses)" |
         tee -a "$out.result"
 done
-ops=$(wc -l < $W/latency)
-errors=$(wc -l < $W/errors)
-echo "writer: $ops write+fsync, $errors errors" | tee -a "$out.result"
-[ "$errors" -eq 0 ] || fail "the writer saw errors: $(head -5 $W/errors)"
+restart_writer errors $W | tee -a "$out.result"
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail "the writer saw errors"
 [ "$bad_stop" -eq 0 ] || fail "a SIGTERM stop took more than $(( STOP_MS + 1000 )) ms"
 dmesg > "$out.dmesg"
 ioerr=$(( $(grep -c "I/O error, dev nbd0" "$out.dmesg") - ioerr0 ))
@@ -154,7 +153,7 @@ ioerr=$(( $(grep -c "I/O error, dev nbd0" "$out.dmesg") - ioerr0 ))
 umount /mnt/rk || fail "umount failed"
 "${fsck[@]}" /dev/nbd0 > $W/fsck.log 2>&1 || fail "${fsck[*]}: $(tail -5 $W/fsck.log)"
 mount /dev/nbd0 /mnt/rk || fail "mount again failed"
-/usr/bin/python3 "$abs_top_srcdir/tests/guest/restart-writer.py" verify /mnt/rk $W |
+restart_writer verify /mnt/rk $W |
     tee -a "$out.result"
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "files lost or damaged"
 umount /mnt/rk

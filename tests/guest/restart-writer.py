@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-# The writer of tests/guest/restart-keeper.sh: files written and fsync'd
-# without a pause, an older one deleted now and then (the filesystem's
-# discards reach the server), until STOPFILE appears.  It logs each
-# operation's start and duration, each error, and the files it knows to
-# be on disk; verify mode checks them.
+# The writer of tests/guest/restart-keeper.sh and upgrade-guest.sh:
+# files written and fsync'd without a pause, an older one deleted now and
+# then (the filesystem's discards reach the server), until STOPFILE
+# appears.  It logs each operation's start and duration, each error, and
+# the files it knows to be on disk; verify mode checks them, errors mode
+# counts (and fails on) errors, pause mode prints the longest
+# write+fsync (ms) that began between FROM_MS and TO_MS (since the epoch).
 #
 #   restart-writer.py write DIR LOGDIR STOPFILE
 #   restart-writer.py verify DIR LOGDIR
+#   restart-writer.py errors LOGDIR
+#   restart-writer.py pause LOGDIR FROM_MS TO_MS
 import hashlib, os, sys, time
 
 KEEP = 60          # files kept; older ones deleted
@@ -61,7 +65,29 @@ def verify(d, logdir):
     return 1 if bad else 0
 
 
+def errors(logdir):
+    ops = sum(1 for _ in open(os.path.join(logdir, "latency")))
+    errs = open(os.path.join(logdir, "errors")).read().splitlines()
+    print("writer: %d write+fsync, %d errors" % (ops, len(errs)))
+    for e in errs[:5]:
+        print("writer error: " + e)
+    return 1 if errs else 0
+
+
+def pause(logdir, t0, t1):
+    longest = 0.0
+    for line in open(os.path.join(logdir, "latency")):
+        start, took = map(float, line.split())
+        if int(t0) <= start * 1000 <= int(t1):
+            longest = max(longest, took)
+    print("%d" % (longest * 1000))
+
+
 if sys.argv[1] == "write":
     write(*sys.argv[2:5])
+elif sys.argv[1] == "errors":
+    sys.exit(errors(sys.argv[2]))
+elif sys.argv[1] == "pause":
+    pause(*sys.argv[2:5])
 else:
     sys.exit(verify(*sys.argv[2:4]))

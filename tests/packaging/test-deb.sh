@@ -6,8 +6,15 @@
 # then lintian with no error and no warning, then what the packages hold:
 # the plugin alone in nbdkit's plugin directory (no .la), loadable;
 # discardctl and discardfuse in /usr/bin, running; the man pages; the
-# units; the completion.  Prints how long the build and lintian took.
+# units; the completion; the postinst that restarts the servers on an
+# upgrade.  The packages are kept in tests/packaging/debs/ of the build
+# tree (for tests/guest/test-guest-upgrade.sh).  Prints how long the
+# build and lintian took.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
+# The packages a run that passed kept (below): gone at once, so that a
+# run that fails or skips leaves none for the guest's upgrade test to install.
+debs=$abs_top_builddir/tests/packaging/debs
+rm -rf "$debs"
 requires dpkg-buildpackage --version
 requires command -v dh
 requires lintian --version
@@ -77,5 +84,16 @@ grep -q '^ExecStart=/usr/bin/discardfuse -f ' "$TESTDIR/tools/lib/systemd/system
     fail "discardfuse@.service does not run /usr/bin/discardfuse"
 [ -x "$TESTDIR/tools/usr/libexec/discardcache/discardcache-helper" ] || fail "no helper"
 [ -e "$TESTDIR/tools/usr/share/bash-completion/completions/discardctl" ] || fail "no completion"
+# An upgrade restarts the running discardcache@NAME servers:
+# debian/nbdkit-plugin-discardcache.postinst, merged with what debhelper
+# adds.  tests/guest/test-guest-upgrade.sh runs it for real (and checks
+# that the keeper's unit is left alone).
+dpkg-deb -e "$plugin_deb" "$TESTDIR/plugin.ctl" || fail "cannot read the control files of $plugin_deb"
+grep -q "deb-systemd-invoke try-restart" "$TESTDIR/plugin.ctl/postinst" ||
+    fail "the plugin's postinst restarts no server"
+
+# Kept for the guest's upgrade test (it depends on this test's log).
+mkdir -p "$debs" && cp "$plugin_deb" "$tools_deb" "$debs/" ||
+    fail "cannot keep the packages in $debs"
 echo "deb: built in $((built - start)) s, lintian clean in $((linted - built)) s:" \
      "$(basename "$plugin_deb") $(basename "$tools_deb")"

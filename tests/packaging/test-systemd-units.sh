@@ -115,8 +115,16 @@ unit_argv discardcache@.service ExecStart
 "${ARGV[@]}" &
 nbdkit_pid=$!
 cleanup_fn stop_pid "$nbdkit_pid" "nbdkit (discardcache@test)"
+# Its ExecStartPost (a shell command line: systemd's $$ is $) returns
+# once nbdkit listens, so that discardcache-nbd@ (After=) finds the
+# socket.
+line=$(sed -n 's/^ExecStartPost=//p' "$abs_top_builddir/systemd/discardcache@.service")
+line=${line//\$\$/\$}
+line=${line//%i/test}
+line=${line//\/run\/discardcache/$T/run}
+timeout 30 bash -c "$line" || fail "discardcache@.service's ExecStartPost failed: $line"
+[ -S "$T/run/test.nbd" ] || fail "ExecStartPost returned before nbdkit listened"
 wait_for_ctl "$T/run/test.sock"
-wait_for_file "$T/run/test.nbd" || fail "no NBD socket at $T/run/test.nbd"
 # discardcache-nbd@test attaches to that socket (no kernel NBD here: the
 # command line only).
 NBD_DEVICE=/dev/nbd0 NBD_ATTACH_ARGS=--connections=1
@@ -195,7 +203,7 @@ echo "discardcache-prometheus: one labelled file a server, promtool clean, node-
 stop_pid "$nbdkit_pid" "nbdkit (discardcache@test)"
 unit_argv discardcache@.service ExecStopPost
 "${ARGV[@]}"
-[ ! -e "$T/run/test.nbd" ] && [ ! -e "$T/run/test.sock" ] ||
+[ ! -e "$T/run/test.nbd" ] && [ ! -e "$T/run/test.sock" ] && [ ! -e "$T/run/test.pid" ] ||
     fail "sockets left after stop: $(ls "$T/run")"
 
 # discardfuse@test, then discardfuse-loop@test, then the stop in order.
