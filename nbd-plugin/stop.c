@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the stop with clients attached (see stop.h).  Order, and
  * why:
- *  1. refuse new connections (a keeper would reconnect to us);
+ *  1. refuse new connections (a keeper would reconnect to us), and
+ *     remove our Unix socket's path so that none arrives at all
+ *     (conn-sockets.c says why: nbdkit 1.32 would run a connection
+ *     accepted just before its quit in a plugin already unloaded);
  *  2. once the clients are quiet (below), shutdown(SHUT_RD) each client
  *     socket: requests already sent are still read and answered, the
  *     client's later sends fail, so the kernel client requeues them for
@@ -38,6 +41,11 @@
 #define RESCAN_MS 100
 /* The interval over which the clients must be seen quiet. */
 #define QUIET_MS 5
+/* How long a connection nbdkit accepted just before the socket's path
+ * went is given to start its thread, which only then counts for the
+ * quit (conn-sockets.c); nbdkit creates it at once.
+ */
+#define ACCEPT_SETTLE_MS 50
 #define MAX_CONNECTIONS 64
 
 static const int quit_signals[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
@@ -127,6 +135,7 @@ drain_and_quit (struct plugin_stop *ps)
   pthread_mutex_unlock (&ps->lock);
   deadline = ps->began_ms + ps->timeout_ms;
   give_up_quiet = ps->began_ms + ps->timeout_ms / 2;
+  conn_sockets_unlink_listeners (ps->ctl);
   nbdkit_debug ("stop: waiting for the clients to be quiet, then ending "
                 "their reads");
   while (!wait_closed (ps, shut ? RESCAN_MS : QUIET_MS) &&
@@ -149,6 +158,11 @@ drain_and_quit (struct plugin_stop *ps)
   if (!wait_closed (ps, 0))
     nbdkit_error ("stop: connections still open after stop-timeout=: "
                   "quitting anyway");
+  /* The last connections nbdkit accepts, counted before the quit. */
+  while ((conn_sockets_pending (ps->ctl) ||
+          monotonic_ms () < ps->began_ms + ACCEPT_SETTLE_MS) &&
+         monotonic_ms () < deadline)
+    usleep (QUIET_MS * 1000);
   nbdkit_shutdown ();
 }
 
