@@ -8,8 +8,9 @@
 # that never pauses has its reads shut anyway, and nbdkit 1.32 can then
 # answer a request one of its workers read but had not dispatched with
 # ESHUTDOWN (a race in nbdkit, design notes "The stop with clients
-# attached", "Known limits").  That is reported, not failed; test-guest-restart holds
-# the kernel client, whose fsync'd writes pause, to no error at all.
+# attached", "Known limits").  That is reported, not failed; the
+# test-guest-restart-* tests hold the kernel client, whose fsync'd
+# writes pause, to no error at all.
 # The pending discard is saved to state= and the backend's lock released:
 # a new server on the same backend starts and loads it.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
