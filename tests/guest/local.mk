@@ -47,7 +47,7 @@ EXTRA_DIST += tests/bench/guest tests/guest/card-bench.sh
 # filesystem, the p50 and p99 of each stop's and start's time, of the
 # pause each caused, and of that pause as a ratio to stop + start
 # (under TCG only the ratios mean anything).  The results stay in
-# bench-restart/.  About 7 minutes under TCG.
+# bench-restart/.  About 6 minutes under TCG.
 .PHONY: bench-restart
 bench: bench-restart
 bench-restart: all
@@ -60,7 +60,7 @@ bench-restart: all
 	status=$$?; \
 	for fs in xfs ext4; do \
 	  echo "== $$fs"; \
-	  grep -E '^(TERM|KILL) \(|^writer:|^content|^control|^verified|FAIL' \
+	  grep -hE '^(TERM|KILL) \(|^writer:|^content|^control|^verified|FAIL' \
 	    '$(abs_top_builddir)/bench-restart/restart-'$$fs.result \
 	    '$(abs_top_builddir)/bench-restart/restart-'$$fs.log; \
 	done; \
