@@ -14,12 +14,13 @@
 # discard replayed over an acknowledged write would show as zeros.
 # After the last, a control: zeros written over one file's blocks in
 # the backend must be found.  Checked: the writer saw no error, nor did
-# the kernel; each SIGTERM stop ended within stop-timeout= + 1 s; every
-# connection was handed back after each restart and the keeper is idle
-# after; after a clean unmount xfs_repair -n (e2fsck -fn) is clean and
-# every file the writer kept is intact.  Printed: each stop's and
-# start's time, the longest write+fsync around each restart (the pause
-# it caused) and its ratio to stop + start; their p50 and p99.
+# the kernel; each SIGTERM stop ended within stop-timeout= + 1 s and
+# exited 0; every connection was handed back after each restart and
+# the keeper is idle after; after a clean unmount xfs_repair -n
+# (e2fsck -fn) is clean and every file the writer kept is intact.
+# Printed: each stop's and start's time, the longest write+fsync around
+# each restart (the pause it caused) and its ratio to stop + start;
+# their p50 and p99.
 #
 #   restart-keeper.sh [TERMS [CONNECTIONS [xfs|ext4 [KILLS]]]]
 source "$abs_top_srcdir/tests/functions.sh"
@@ -29,7 +30,8 @@ terms=${1:-3} conns=${2:-2} fs=${3:-xfs} kills=${4:-1}
 STOP_MS=2000
 # Write+fsync the writer must finish through each new server before the
 # next restart: what ties a restart's spacing to what was exercised
-# rather than to a clock (a fixed 3 s let a slow guest do next to none).
+# rather than to a clock (a fixed 3 s was time lost on a fast guest and
+# no promise on a slow one).
 PROGRESS=20
 W=/tmp/rk-$fs
 mkdir -p $W /mnt/rk
@@ -48,8 +50,8 @@ reconn0=$(dmesg | grep -c "nbd0: reconnected socket")
 [ -e /dev/nbd0 ] || modprobe nbd || fail "modprobe nbd failed"
 truncate -s 1G $W/disk.img
 
-# nbdkit leaves its socket behind, and will not bind over it.
-# A kill -9 leaves the control socket too: gone first, so that waiting
+# nbdkit will not bind over a socket left behind (a kill -9 leaves it;
+# a SIGTERM stop removes it).  A kill -9 leaves the control socket too: gone first, so that waiting
 # for it (check_files) waits for the new server's, created after
 # nbdkit's socket.
 server ()
