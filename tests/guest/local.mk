@@ -47,7 +47,7 @@ EXTRA_DIST += tests/bench/guest tests/guest/card-bench.sh
 # filesystem, the p50 and p99 of each stop's and start's time, of the
 # pause each caused, and of that pause as a ratio to stop + start
 # (under TCG only the ratios mean anything).  The results stay in
-# bench-restart/.  About 6 minutes under TCG.
+# bench-restart/.  5 to 6 minutes under TCG.
 .PHONY: bench-restart
 bench: bench-restart
 bench-restart: all
