@@ -8,8 +8,9 @@
 # that never pauses has its reads shut anyway, and nbdkit 1.32 can then
 # answer a request one of its workers read but had not dispatched with
 # ESHUTDOWN (a race in nbdkit, design notes "The stop with clients
-# attached", "Known limits").  That is reported, not failed; test-guest-restart holds
-# the kernel client, whose fsync'd writes pause, to no error at all.
+# attached", "Known limits").  That is reported, not failed; the
+# test-guest-restart-* tests hold the kernel client, whose fsync'd
+# writes pause, to no error at all.
 # The pending discard is saved to state= and the backend's lock released:
 # a new server on the same backend starts and loads it.
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
@@ -70,8 +71,11 @@ done
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 kill -0 "$NBDKIT_PID" 2>/dev/null &&
     fail "the server is still running $ms ms after SIGTERM with a client attached"
-wait "$NBDKIT_PID"
+wait "$NBDKIT_PID" || fail "the server exited $? after SIGTERM"
 echo "stopped in $ms ms with a client attached (bound $(( STOP_MS + 1000 )) ms)"
+# The stop removed the socket's path (nbdkit 1.32 itself leaves it), so
+# that no connection arrived to run in the unloaded plugin (stop.c).
+[ ! -e "$dir/dc.sock" ] || fail "the stop left $dir/dc.sock for new connections"
 [ "$ms" -le $(( STOP_MS + 1000 )) ] || fail "stop took $ms ms, bound $(( STOP_MS + 1000 )) ms"
 
 wait_for_file "$dir/client.out" 10 || fail "the client's requests did not end"
