@@ -73,32 +73,17 @@ def record_fio(rec, path):
                 rec["%s_sync_p%s" % (name, p.rstrip("0").rstrip("."))] = v / 1e6
 
 
-LOG_TRIM = re.compile(r"^(\S+ \S+) connection=\d+ Trim id=\d+ offset=(0x[0-9a-f]+) count=(0x[0-9a-f]+)")
 LOG_IO = re.compile(r"^(\S+ \S+) connection=\d+ (Trim|Write|Zero) id=\d+ offset=(0x[0-9a-f]+) count=(0x[0-9a-f]+)")
 
 
 def parse_devlog(path):
-    """(wall-clock time, bytes) of each Trim the device started."""
-    out = []
-    with open(path, errors="replace") as f:
-        for line in f:
-            if " Trim id=" not in line:
-                continue
-            m = LOG_TRIM.match(line)
-            if m:
-                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
-                out.append((t, int(m.group(3), 16)))
-    return out
-
-
-def repeated_discards(path):
-    """(wall-clock time, bytes) of each Trim the device started, counting
-    only the 512-byte sectors it had discarded before with no write or
-    zero since: the same free space discarded twice, what invariant 1's
-    "fstrim after online discard costs the device nothing" forbids.  A
-    Trim of space that was never discarded (an fstrim that an earlier
-    one skipped: XFS skips extents busy with an online discard) is not a
-    repeat, however late it comes."""
+    """(wall-clock time, bytes, bytes repeated) of each Trim the device
+    started.  Repeated: the 512-byte sectors it had discarded before
+    with no write or zero since, the same free space discarded twice,
+    what invariant 1's "fstrim after online discard costs the device
+    nothing" forbids.  A Trim of space never discarded (an fstrim that
+    an earlier one skipped: XFS skips extents busy with an online
+    discard) repeats nothing, however late it comes."""
     discarded = bytearray()
     out = []
     with open(path, errors="replace") as f:
@@ -106,14 +91,15 @@ def repeated_discards(path):
             m = LOG_IO.match(line)
             if not m:
                 continue
-            a, n = int(m.group(3), 16) // 512, -(-int(m.group(4), 16) // 512)
+            count = int(m.group(4), 16)
+            a, n = int(m.group(3), 16) // 512, -(-count // 512)
             if len(discarded) < a + n:
                 discarded.extend(bytes(a + n - len(discarded)))
             if m.group(2) != "Trim":
                 discarded[a:a + n] = bytes(n)
                 continue
             t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
-            out.append((t, discarded[a:a + n].count(1) * 512))
+            out.append((t, count, discarded[a:a + n].count(1) * 512))
             discarded[a:a + n] = b"\x01" * n
     return out
 
@@ -126,22 +112,19 @@ def record_devlog(rec, path, phases, timeline):
     trims = parse_devlog(path)
     t0 = phases[0][1]
     rec["dev_discards"] = len(trims)
-    rec["dev_bytes"] = sum(b for _, b in trims)
+    rec["dev_bytes"] = sum(b for _, b, _ in trims)
+    rec["dev_repeat_bytes"] = sum(r for _, _, r in trims)
     for i, (name, start) in enumerate(phases):
         end = phases[i + 1][1] if i + 1 < len(phases) else float("inf")
-        inside = [b for t, b in trims if start <= t < end]
+        inside = [(b, r) for t, b, r in trims if start <= t < end]
         rec["dev_discards_" + name] = len(inside)
-        rec["dev_bytes_" + name] = sum(inside)
-    repeats = repeated_discards(path)
-    rec["dev_repeat_bytes"] = sum(b for _, b in repeats)
-    for i, (name, start) in enumerate(phases):
-        end = phases[i + 1][1] if i + 1 < len(phases) else float("inf")
-        rec["dev_repeat_bytes_" + name] = sum(b for t, b in repeats if start <= t < end)
+        rec["dev_bytes_" + name] = sum(b for b, _ in inside)
+        rec["dev_repeat_bytes_" + name] = sum(r for _, r in inside)
     rec["stop_at"] = phases[-1][1] - t0
     for name, start in phases:
         rec["at_" + name] = start - t0
     if timeline:
-        rec["timeline"] = [round(t - t0, 3) for t, _ in trims]
+        rec["timeline"] = [round(t - t0, 3) for t, _, _ in trims]
 
 
 def load_stats(rec, prefix, path):
