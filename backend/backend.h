@@ -73,7 +73,7 @@ typedef int (*backend_extent_fn) (uint64_t offset, uint64_t length,
                                   uint32_t type, void *opaque);
 
 /* How fresh the figures are that a backend reads in the background
- * (RBD: the space held and the pool's free space, backend/rbd-space.c),
+ * (RBD: the space held and the pool's free space, backend/rbd/rbd-space.c),
  * for the statistics: an operator must see that a figure is old, and
  * why, during an outage.
  */
@@ -119,12 +119,12 @@ struct backend_ops {
   int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
                   backend_extent_fn fn, void *opaque);
   /* Optional: the store's free space and total size in bytes, for
-   * low-water= (cache/engine-pressure.c), read on the flusher's schedule, never
+   * low-water= (cache/engine/engine-pressure.c), read on the flusher's schedule, never
    * on the data path.  A file: statvfs of the file system holding it.
    * Not offered where nothing tells: a block device (the kernel reports
    * no free space, and a dm-thin LV's pool usage is only in the pool's
    * dmsetup status) and an NBD server (the protocol has no such query).
-   * RBD (backend/rbd-space.c): what the pool can still store, from the
+   * RBD (backend/rbd/rbd-space.c): what the pool can still store, from the
    * monitor (df's MAX AVAIL, less if its quota leaves less), cached.
    */
   int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);

@@ -20,17 +20,4 @@ libbackend_la_SOURCES = \
 	backend/nbd-internal.h
 libbackend_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 libbackend_la_LIBADD = $(LIBNBD_LIBS) $(RBD_LIBS)
-noinst_HEADERS += backend/rbd-internal.h backend/rbd-lib.h
-if HAVE_RBD
-libbackend_la_SOURCES += \
-	backend/rbd.c \
-	backend/rbd-cluster.c \
-	backend/rbd-holder.c \
-	backend/rbd-lib.c \
-	backend/rbd-space.c \
-	backend/rbd-spec.c \
-	backend/rbd-wait.c \
-	common/json-flat.c
-endif
-EXTRA_DIST += backend/rbd.c backend/rbd-cluster.c backend/rbd-holder.c backend/rbd-lib.c \
-	backend/rbd-space.c backend/rbd-spec.c backend/rbd-wait.c
+include backend/rbd/local.mk

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the vocabulary of the statistics tables.  Each layer
  * that owns statistics lists them once, in an X-macro of its own
- * (cache/engine-stats.h, volume/thin/thin-stats.h), one entry a field:
+ * (cache/engine/engine-stats.h, volume/thin/thin-stats.h), one entry a field:
  *
  *   X (TYPE, name, METRIC, "metric_name", "label", SCALE, "help")
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: every statistic the server sends, as one array of
- * descriptors made from the layers' tables (cache/engine-stats.h,
+ * descriptors made from the layers' tables (cache/engine/engine-stats.h,
  * volume/thin/thin-stats.h): the JSON key, the type, the Prometheus
  * name, label, type, scale and help, and the place in struct
  * volume_stats.  The server writes its JSON and text lines from it,

@@ -19,20 +19,10 @@ tools_discardctl_SOURCES = \
 	tools/attach.c \
 	tools/attach.h
 tools_discardctl_LDADD = libctlproto.la libstatstable.la libdclogstderr.la
-# attach/detach: the keeper, when libnl-genl-3 is there.
+# attach/detach: the keeper (keeper/), when libnl-genl-3 is there.
+tools_discardctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/keeper
 if HAVE_NETLINK
-tools_discardctl_SOURCES += \
-	tools/keeper.c \
-	tools/keeper.h \
-	tools/nbd-handshake.c \
-	tools/nbd-handshake.h \
-	tools/nbd-netlink.c \
-	tools/nbd-netlink.h
-tools_discardctl_CFLAGS = $(AM_CFLAGS) $(LIBNL_CFLAGS)
-tools_discardctl_LDADD += $(LIBNL_LIBS)
-else
-EXTRA_DIST += tools/keeper.c tools/keeper.h tools/nbd-handshake.c \
-	tools/nbd-handshake.h tools/nbd-netlink.c tools/nbd-netlink.h
+tools_discardctl_LDADD += libkeeper.la $(LIBNL_LIBS)
 endif
 
 man1_MANS += tools/discardctl.1

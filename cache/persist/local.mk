@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The formats of the journal and the state file, in memory only (the
-# files and the engine's side are cache/engine-journal.c and
+# files and the engine's side are cache/engine/engine-journal.c and
 # engine-state.c), so that tests and fuzz targets decode any buffer.
 PERSIST_CPPFLAGS = $(EXTMAP_CPPFLAGS) -I$(top_srcdir)/cache/persist
 persist_c_sources = cache/persist/journal.c cache/persist/state.c \

@@ -8,7 +8,7 @@
  * to merge with neighbours), an explicit flush does, and a stop saves
  * them to state= or leaves them, counted (docs/design-notes.md,
  * "Small extents").  Pure functions here, on the cost model that
- * pacing.h fits; the engine applies them (cache/engine-small.c).
+ * pacing.h fits; the engine applies them (cache/engine/engine-small.c).
  */
 #ifndef DISCARDCACHE_SMALL_H
 #define DISCARDCACHE_SMALL_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: proof of effect's sample queue (see proof.h): pure, no
  * lock; the engine's side (the check, the log line, proof-adapt) is
- * cache/engine-proof.c.
+ * cache/engine/engine-proof.c.
  */
 #include <config.h>
 

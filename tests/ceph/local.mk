@@ -11,6 +11,7 @@ if HAVE_RBD
 check_PROGRAMS += tests/unit/test-rbd-spec
 TESTS += tests/unit/test-rbd-spec
 tests_unit_test_rbd_spec_SOURCES = tests/unit/test-rbd-spec.c
+tests_unit_test_rbd_spec_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/backend/rbd
 tests_unit_test_rbd_spec_CFLAGS = $(backend_test_cflags)
 tests_unit_test_rbd_spec_LDADD = $(backend_test_ldadd)
 endif

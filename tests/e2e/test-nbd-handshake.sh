@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The keeper's NBD handshake (discardctl attach, tools/nbd-handshake.c)
+# The keeper's NBD handshake (discardctl attach, keeper/nbd-handshake.c)
 # against nbdkit, without the kernel's NBD client: the size, the
 # transmission flags and the block sizes NBD_OPT_GO gives, and a socket
 # ready for requests; a server that is not NBD, one that refuses the

@@ -28,7 +28,7 @@
 #include "extmap.h"
 #include "extmap-ref.h"
 
-/* Defined in cache/extmap/extmap.c for the tests (EXTMAP_FAULT_INJECTION). */
+/* Defined in extmap/extmap.c for the tests (EXTMAP_FAULT_INJECTION). */
 extern bool (*extmap_fault_hook) (void);
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);

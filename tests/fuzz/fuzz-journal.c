@@ -15,7 +15,7 @@
  *    fails it;
  *  - a callback that stops at a record stops the replay there;
  *  - the records, applied to a pending map and a known-clean map as
- *    the engine's replay does (replay_one in cache/engine-journal.c),
+ *    the engine's replay does (replay_one in cache/engine/engine-journal.c),
  *    leave both maps consistent (extmap_check).
  * Records made from the input's bytes are also encoded and replayed:
  * all of them must come back, which a decoder that refused valid
@@ -46,7 +46,7 @@
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 
-/* The test suite's self-check of the extent map (cache/extmap/extmap-check.c). */
+/* The test suite's self-check of the extent map (extmap/extmap-check.c). */
 extern const char *extmap_check (const struct extmap *map);
 
 #define CHECK(cond) do { if (!(cond)) { fprintf (stderr, "fuzz: %s\n", #cond); abort (); } } while (0)
@@ -72,7 +72,7 @@ struct replay {
   struct clean_map *clean;
 };
 
-/* As replay_one in cache/engine-journal.c, without the engine: a decoded
+/* As replay_one in cache/engine/engine-journal.c, without the engine: a decoded
  * record is one the map can take, so only memory could fail (none
  * fails here).
  */

@@ -14,7 +14,7 @@ FUZZ_CFLAGS = -std=gnu11 $(FUZZ_WARN_CFLAGS) -g -O1 \
 	-fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -DHAVE_CONFIG_H \
 	-I$(top_builddir) -I$(top_srcdir)/common -I$(top_srcdir)/cache \
-	-I$(top_srcdir)/cache/extmap -I$(top_srcdir)/cache/policy \
+	-I$(top_srcdir)/extmap -I$(top_srcdir)/cache/policy \
 	-I$(top_srcdir)/cache/protect -I$(top_srcdir)/cache/persist \
 	-I$(top_srcdir)/volume -I$(top_srcdir)/volume/thin \
 	-I$(top_srcdir)/service \

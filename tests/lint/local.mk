@@ -3,7 +3,7 @@
 # SPDX tag; the layers (the engine calls no thin_* function, the volume
 # uses engine.h only, nothing includes upward); the call graph between
 # files, from the objects (no call up a layer, at most three cycles,
-# none through cache/engine.c or across folders); the one table of keys
+# none through cache/engine/engine.c or across folders); the one table of keys
 # (tests/lint/keys-table prints it) against --help, the man pages and
 # the README.
 check_PROGRAMS += tests/lint/keys-table

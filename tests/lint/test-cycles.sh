@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # discardcache: the call graph between source files, read from the
 # build's objects (tests/lint/callgraph.py): no call runs up a layer, no
-# cycle goes through cache/engine.c or spans two folders, at most three
+# cycle goes through cache/engine/engine.c or spans two folders, at most three
 # cycles in the tree (issue 34; invariant 7).
 source "${abs_top_srcdir:-$(dirname "$0")/../..}/tests/functions.sh"
 

@@ -14,6 +14,6 @@ EXTRA_DIST += $(PACKAGING_TESTS)
 EXTRA_DIST += tests/packaging/install-lib.sh
 
 # Ceph's libraries are not linked into the plugin nor discardfuse
-# (backend/rbd-lib.c loads them for backend=rbd: only).
+# (backend/rbd/rbd-lib.c loads them for backend=rbd: only).
 TESTS += tests/packaging/test-rbd-not-linked.sh
 EXTRA_DIST += tests/packaging/test-rbd-not-linked.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Ceph's libraries are for backend=rbd: only (backend/rbd-lib.c loads
+# Ceph's libraries are for backend=rbd: only (backend/rbd/rbd-lib.c loads
 # them there): the plugin and discardfuse do not name librbd, librados
 # or libceph-common as needed, directly (DT_NEEDED) or through another
 # library (ldd), and a server of a file backend has none of them mapped.

@@ -22,8 +22,8 @@ tests_unit_test_ctl_proto_LDADD = libctlproto.la $(CMOCKA_LIBS)
 if HAVE_NETLINK
 check_PROGRAMS += tests/unit/nbd-handshake-probe
 tests_unit_nbd_handshake_probe_SOURCES = tests/unit/nbd-handshake-probe.c \
-	tools/nbd-handshake.c tools/nbd-handshake.h
-tests_unit_nbd_handshake_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
+	keeper/nbd-handshake.c keeper/nbd-handshake.h
+tests_unit_nbd_handshake_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/keeper
 tests_unit_nbd_handshake_probe_LDADD = libdclogstderr.la
 else
 EXTRA_DIST += tests/unit/nbd-handshake-probe.c

@@ -251,7 +251,7 @@ ref_largest_aligned_before (const struct extmap_ref *r, uint32_t cutoff,
 
 /* ---- the map against the reference ---- */
 
-/* Defined in cache/extmap/extmap.c for the tests; not part of extmap.h. */
+/* Defined in extmap/extmap.c for the tests; not part of extmap.h. */
 extern const char *extmap_check (const struct extmap *map);
 
 const char *const ref_query_names[REF_QUERIES] = {

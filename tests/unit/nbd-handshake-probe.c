@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The keeper's NBD handshake (tools/nbd-handshake.c) against a real
+/* The keeper's NBD handshake (keeper/nbd-handshake.c) against a real
  * server, without the kernel: nbd-handshake-probe SOCKET prints what
  * NBD_OPT_GO told, then sends one NBD_CMD_READ on the socket and checks
  * the reply, to show the socket is left ready for transmission (as the

@@ -23,7 +23,7 @@
 #include "arith.h"
 #include "extmap.h"
 
-/* Defined in cache/extmap/extmap.c for the tests; not part of extmap.h. */
+/* Defined in extmap/extmap.c for the tests; not part of extmap.h. */
 extern const char *extmap_check (const struct extmap *map);
 
 #define KiB UINT64_C (1024)

@@ -46,7 +46,7 @@
 #define DISK (16 * MiB)
 /* The flusher's poll while clients are busy, and pacing's least quiet. */
 #define PACING_STEP_MS 20
-/* Backoff after failures: 10 ms, doubling (cache/engine-forward.c). */
+/* Backoff after failures: 10 ms, doubling (cache/engine/engine-forward.c). */
 #define BACKOFF_FIRST_MS 10
 #define MAX_FAILURES 3
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: backend/rbd-lib.c: the real librados and librbd loaded
+/* discardcache: backend/rbd/rbd-lib.c: the real librados and librbd loaded
  * and every function the backend calls found in them; a library that is
  * not installed refused with ELIBACC and a message saying what to
  * install (a soname that no system has stands for it).

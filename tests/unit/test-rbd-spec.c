@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: backend/rbd-spec.c: rbd:POOL/[NAMESPACE/]IMAGE[@SNAP]
+/* discardcache: backend/rbd/rbd-spec.c: rbd:POOL/[NAMESPACE/]IMAGE[@SNAP]
  * split into its parts, and every malformed form refused with EINVAL.
  */
 #include <config.h>

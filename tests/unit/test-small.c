@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: unit tests of the small-extent policy and the bounded
- * stop (cache/policy/small.c, cache/engine-small.c): the auto threshold from the cost model, held
+ * stop (cache/policy/small.c, cache/engine/engine-small.c): the auto threshold from the cost model, held
  * extents released by a merge or an explicit flush and never by the
  * flusher alone, joins across known-clean gaps only, and a stop that
  * keeps its deadline and counts what it leaves.  The in-memory backend

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the engine's one context struct, shared by the files
- * that implement it, the files at the top of cache/ (cache/README.md
+ * that implement it, the files of cache/engine/ (cache/engine/README.md
  * lists them).  engine.c is the top: it calls the others and none calls
  * it (tests/lint/test-cycles.sh).
  */

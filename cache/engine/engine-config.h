@@ -34,7 +34,7 @@ struct engine_config {
   bool passthrough;            /* forward every trim at once (baseline) */
   bool journal;                /* with state: keep the sets across a crash */
   /* low-water=: below this much free space on the backend, forward all
-   * at once (cache/engine-pressure.c).  Parts per million of the backend's
+   * at once (cache/engine/engine-pressure.c).  Parts per million of the backend's
    * store, or bytes; both 0: off.
    */
   uint64_t low_water_ppm;
