@@ -210,6 +210,15 @@ write_zeros (int fd, uint64_t from, uint64_t to)
  * numbered from first_seq: written as path.tmp, made durable, renamed
  * over path.  The descriptor, or -1 reported.
  */
+/* A new journal file: its header, then zeros preallocated behind it. */
+static int
+fill_new_file (int fd, void *header)
+{
+  if (pwrite_all (fd, header, JOURNAL_HEADER_SIZE, 0) == -1)
+    return -1;
+  return write_zeros (fd, JOURNAL_HEADER_SIZE, PREALLOC_STEP);
+}
+
 static int
 create_file (struct engine *e, struct engine_journal *j, uint64_t ck_len,
              uint32_t ck_crc, uint64_t first_seq)
@@ -220,28 +229,14 @@ create_file (struct engine *e, struct engine_journal *j, uint64_t ck_len,
     .backend_size = e->backend->size,
   };
   unsigned char header[JOURNAL_HEADER_SIZE];
-  CLEANUP_FREE char *tmp = NULL;
+  const char *step;
   int fd;
 
-  if (asprintf (&tmp, "%s.tmp", j->path) == -1) {
-    dc_error ("journal %s: out of memory", j->path);
-    return -1;
-  }
-  fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd == -1) {
-    dc_error ("journal %s: cannot create %s: %m", j->path, tmp);
-    return -1;
-  }
   journal_header_encode (&h, header);
-  if (pwrite_all (fd, header, sizeof header, 0) == -1 ||
-      write_zeros (fd, sizeof header, PREALLOC_STEP) == -1 ||
-      fdatasync (fd) == -1 || rename (tmp, j->path) == -1 ||
-      fsync_dir (j->path) == -1) {
-    dc_error ("journal %s: cannot write it: %m", j->path);
-    close (fd);
-    unlink (tmp);
-    return -1;
-  }
+  fd = fileio_replace (j->path, 0600, FILEIO_KEEP_FD, fill_new_file, header,
+                       &step);
+  if (fd == -1)
+    dc_error ("journal %s: cannot write it: cannot %s: %m", j->path, step);
   return fd;
 }
 
