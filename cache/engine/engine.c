@@ -71,19 +71,14 @@ resolve_limits (struct engine *e)
 static int
 init_sync (struct engine *e)
 {
-  pthread_condattr_t attr;
-  int err;
+  int err = pthread_mutex_init (&e->lock, NULL);
 
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  err = pthread_mutex_init (&e->lock, NULL);
   if (err == 0)
-    err = pthread_cond_init (&e->inflight_done, &attr);
+    err = monotonic_cond_init (&e->inflight_done);
   if (err == 0)
-    err = pthread_cond_init (&e->wakeup, &attr);
+    err = monotonic_cond_init (&e->wakeup);
   if (err == 0)
-    err = pthread_cond_init (&e->flushed, &attr);
-  pthread_condattr_destroy (&attr);
+    err = monotonic_cond_init (&e->flushed);
   if (err) {
     errno = err;
     dc_error ("engine: cannot initialise locks: %m");

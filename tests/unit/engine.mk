@@ -41,6 +41,13 @@ tests_unit_test_fileio_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_fileio_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_fileio_LDADD = $(CMOCKA_LIBS)
 
+# Deadlines and the monotonic condition variables they are for.
+check_PROGRAMS += tests/unit/test-clock
+TESTS += tests/unit/test-clock
+tests_unit_test_clock_SOURCES = tests/unit/test-clock.c
+tests_unit_test_clock_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_clock_LDADD = $(CMOCKA_LIBS)
+
 tests_unit_test_arith_SOURCES = tests/unit/test-arith.c
 tests_unit_test_arith_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_arith_LDADD = $(CMOCKA_LIBS)
