@@ -66,7 +66,7 @@ write_file (const char *path, const char *text, const char **step)
 void
 rbd_holder_record (struct rbd_backend *h)
 {
-  const char *file = h->opts.rbd_holder_file;
+  const char *file = h->opts.holder_file;
   char addr[256], host[HOST_NAME_MAX + 1] = "?", text[600];
   const char *step;
   int r;
@@ -99,7 +99,7 @@ rbd_holder_record (struct rbd_backend *h)
 bool
 rbd_holder_is_ours (struct rbd_backend *h, const char *owner)
 {
-  const char *file = h->opts.rbd_holder_file;
+  const char *file = h->opts.holder_file;
   char line[256] = "";
   FILE *fp;
 
@@ -137,7 +137,7 @@ rbd_holder_fence (struct rbd_backend *h, const char *owner)
   dc_error ("backend %s: the image's lock is held by client %s, the "
             "previous instance of this server (recorded in %s), which did "
             "not stop cleanly: fencing it (blocklist) and taking the lock "
-            "over", h->b.identity.name, owner, h->opts.rbd_holder_file);
+            "over", h->b.identity.name, owner, h->opts.holder_file);
   r = h->lib->rbd_lock_break (h->image, RBD_LOCK_MODE_EXCLUSIVE, owner);
   if (r < 0 && r != -ENOENT) {
     errno = -r;

@@ -135,7 +135,7 @@ engine_journal_wanted (const struct engine *e)
   const struct engine_config *cfg = engine_keys (e);
 
   return cfg->state && cfg->journal && !cfg->passthrough &&
-         !e->backend->limits.read_only;
+         !backend_limits (e->backend)->read_only;
 }
 
 /* Appending, under the engine lock. */
@@ -226,7 +226,7 @@ create_file (struct engine *e, struct engine_journal *j, uint64_t ck_len,
   struct journal_header h = {
     .checkpoint_len = ck_len, .checkpoint_crc = ck_crc,
     .first_seq = first_seq, .granularity = e->granularity,
-    .backend_size = e->backend->size,
+    .backend_size = backend_size (e->backend),
   };
   unsigned char header[JOURNAL_HEADER_SIZE];
   const char *step;
@@ -620,7 +620,7 @@ replay_one (const struct journal_record *r, void *opaque)
    * range read from a file reaches the forward path's contracts.
    */
   if (r->op == EXTMAP_OBSERVE_INSERT &&
-      r->offset + r->length > e->backend->size)
+      r->offset + r->length > backend_size (e->backend))
     return 1;
   if (r->map == JOURNAL_CLEAN) {
     if (r->op == EXTMAP_OBSERVE_INSERT)
@@ -707,7 +707,7 @@ verify_clean (struct engine *e, struct verify *v)
     engine_lock_release (e);
     return;
   }
-  if (b->ops->extents == NULL || !b->limits.can_extents ||
+  if (!backend_limits (b)->can_extents ||
       (all = malloc (n * sizeof *all)) == NULL) {
     v->dropped = clean_bytes (&e->clean);
     clean_forget_all (&e->clean, NULL, NULL);
@@ -720,7 +720,7 @@ verify_clean (struct engine *e, struct verify *v)
    * asked with the lock held (no other thread can wait on it).
    */
   for (struct extent *x = all; x < end; x++)
-    if (b->ops->extents (b, x->offset, x->length, verify_run, v) == -1) {
+    if (backend_extents (b, x->offset, x->length, verify_run, v) == -1) {
       v->dropped += clean_bytes (&e->clean);
       clean_forget_all (&e->clean, NULL, NULL);
       break;
@@ -748,7 +748,7 @@ read_matching (struct engine *e, struct engine_journal *j,
     snprintf (why, sizeof why, "it follows another checkpoint than the "
               "state file (a clean stop, or a crash during a checkpoint)");
   else if (jh->granularity != e->granularity ||
-           jh->backend_size != e->backend->size)
+           jh->backend_size != backend_size (e->backend))
     snprintf (why, sizeof why, "it was made for granularity %" PRIu64
               " and a backend of %" PRIu64 " bytes", jh->granularity,
               jh->backend_size);

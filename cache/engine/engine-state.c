@@ -53,9 +53,9 @@ engine_state_identity (const struct engine *e, struct state_identity *id)
   snprintf (id->kind, sizeof id->kind, "%s", b->kind);
   id->dev = b->dev;
   id->ino = b->ino;
-  id->size = e->backend->size;
+  id->size = backend_size (e->backend);
   id->granularity = e->granularity;
-  id->mtime_ns = file_mtime_ns (&e->backend->identity);
+  id->mtime_ns = file_mtime_ns (backend_identity (e->backend));
   snprintf (id->name, sizeof id->name, "%s", b->name);
 }
 
@@ -278,7 +278,7 @@ engine_state_load (struct engine *e)
   size_t len;
   int r;
 
-  if (e->backend->limits.read_only) {
+  if (backend_limits (e->backend)->read_only) {
     dc_debug ("state=%s: read-only, not loaded (a writable start consumes it)",
               path);
     return 0;
