@@ -155,8 +155,6 @@ backend_open_with (const char *spec, const struct backend_options *o)
     b = backend_rbd_open (spec, o);
   else
     b = open_path (spec, o->read_only);
-  if (b)
-    backend_map_errors (b);
   return b;
 }
 
@@ -189,11 +187,56 @@ backend_range_allocated (struct backend *b, uint64_t offset, uint64_t length,
                          uint64_t *allocated)
 {
   *allocated = 0;
-  if (!b->limits.can_extents || b->ops->extents == NULL) {
+  if (!b->limits.can_extents) {
     errno = EOPNOTSUPP;
     return -1;
   }
-  return b->ops->extents (b, offset, length, add_allocated, allocated);
+  return backend_extents (b, offset, length, add_allocated, allocated);
+}
+
+uint64_t
+backend_size (const struct backend *b)
+{
+  return b->size;
+}
+
+const struct backend_limits *
+backend_limits (const struct backend *b)
+{
+  return &b->limits;
+}
+
+const struct backend_identity *
+backend_identity (const struct backend *b)
+{
+  return &b->identity;
+}
+
+int
+backend_extents (struct backend *b, uint64_t offset, uint64_t length,
+                 backend_extent_fn fn, void *opaque)
+{
+  if (b->ops->extents == NULL) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return b->ops->extents (b, offset, length, fn, opaque);
+}
+
+bool
+backend_has_free_space (const struct backend *b)
+{
+  return b->ops->free_space != NULL;
+}
+
+int
+backend_free_space (struct backend *b, uint64_t *free, uint64_t *total)
+{
+  if (b->ops->free_space == NULL) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return b->ops->free_space (b, free, total);
 }
 
 int

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: the backend interface, one small vtable with an
- * implementation per kind of store: a regular file (file.c), a block
- * device (blkdev.c), an NBD server reached through libnbd (nbd.c) and a
- * Ceph RBD image reached through librbd (rbd.c).
+/* discardcache: the backend interface: the backend_* functions below,
+ * the only way into a store, with an implementation per kind behind a
+ * vtable private to backend/ (internal.h): a regular file (file.c), a
+ * block device (blkdev.c), an NBD server reached through libnbd
+ * (nbd.c) and a Ceph RBD image reached through librbd (rbd/).
  *
  * Every operation may be called from several threads at once.  Each
  * returns 0 on success or -1 with errno set, having reported the error
@@ -84,79 +85,6 @@ struct backend_readings {
   int free_error;
 };
 
-struct backend_ops {
-  const char *kind;
-  int (*pread) (struct backend *b, void *buf, uint32_t count, uint64_t offset);
-  int (*pwrite) (struct backend *b, const void *buf, uint32_t count,
-                 uint64_t offset, bool fua);
-  /* Make the range read back as zeros.  may_trim allows deallocating. */
-  int (*zero) (struct backend *b, uint64_t offset, uint64_t length,
-               bool may_trim, bool fua);
-  /* Discard the range; EOPNOTSUPP is returned silently (the engine turns
-   * forwarding off and says so), other errors are reported.
-   */
-  int (*discard) (struct backend *b, uint64_t offset, uint64_t length,
-                  bool fua);
-  int (*flush) (struct backend *b);
-  /* Optional (backend_flush_covers): whether this backend's flush also
-   * makes durable the writes to the file fd that completed before the
-   * flush was called, and (flush_start) start writing back what the
-   * next flush has to write, without waiting.  file: fd on the same
-   * ext4 or XFS file system (docs/design-notes.md, "One flush for the
-   * journal and the backend").
-   */
-  bool (*flush_covers) (struct backend *b, int fd);
-  void (*flush_start) (struct backend *b);
-  /* Optional (NULL when !can_extents): describe [offset, offset+length).
-   * BACKEND_EXTENT_HOLE must mean deallocated: proof of effect
-   * (backend_range_allocated) takes what is not a hole for space a
-   * discard left allocated.  file: SEEK_DATA/SEEK_HOLE; nbd: block status
-   * base:allocation where the server offers it; blkdev: none (nothing
-   * reliable says what a device freed).  A new backend gives proof of
-   * effect by implementing this (RBD: rbd_diff_iterate2 over the range,
-   * whole_object false: what it does not report is a hole).
-   */
-  int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
-                  backend_extent_fn fn, void *opaque);
-  /* Optional: the store's free space and total size in bytes, for
-   * low-water= (cache/engine/engine-pressure.c), read on the flusher's schedule, never
-   * on the data path.  A file: statvfs of the file system holding it.
-   * Not offered where nothing tells: a block device (the kernel reports
-   * no free space, and a dm-thin LV's pool usage is only in the pool's
-   * dmsetup status) and an NBD server (the protocol has no such query).
-   * RBD (backend/rbd/rbd-space.c): what the pool can still store, from the
-   * monitor (df's MAX AVAIL, less if its quota leaves less), cached.
-   */
-  int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);
-  /* Optional: lock the store against other servers (backend_lock). */
-  int (*lock) (struct backend *b);
-  /* Optional: start the backend's own threads (backend_start). */
-  int (*start) (struct backend *b);
-  /* Optional: the bytes the store holds for the data (backend_allocated). */
-  int (*allocated) (struct backend *b, uint64_t *bytes);
-  /* Optional: how old the figures above are (backend_readings). */
-  int (*readings) (struct backend *b, struct backend_readings *r);
-  /* Optional: let go of what a fork would break, and take it again
-   * (backend_before_fork, backend_after_fork).
-   */
-  int (*before_fork) (struct backend *b);
-  int (*after_fork) (struct backend *b);
-  void (*close) (struct backend *b);
-};
-
-/* Fields common to every backend; implementations embed this first. */
-struct backend {
-  /* What callers call: after backend_open_with, mapped_ops, which calls
-   * impl's and maps its errno (backend_errno); impl: the implementation.
-   */
-  const struct backend_ops *ops;
-  const struct backend_ops *impl;
-  struct backend_ops mapped_ops;
-  uint64_t size;
-  struct backend_limits limits;
-  struct backend_identity identity;
-};
-
 /* The identity a state file, a journal or thin mode's meta file records
  * for the store id names: with a stable name, the kind and that name
  * alone (device numbers change at a reboot); else id as it is.
@@ -165,25 +93,30 @@ extern void backend_saved_identity (const struct backend_identity *id,
                                     struct backend_identity *out)
   __attribute__ ((nonnull (1, 2)));
 
-/* How to open a store, beyond its spec.  The rbd_* settings are the
- * RBD backend's (NULL or 0: the defaults rbd(8) has, and a 30 s bound).
+/* The RBD backend's settings (backend/rbd/): NULL or 0 fields take the
+ * defaults rbd(8) has, and a 30 s bound.
  */
-struct backend_options {
-  bool read_only;
-  const char *rbd_conf;    /* Ceph configuration file (rbd-conf=) */
-  const char *rbd_id;      /* client id, client.ID (rbd-id=) */
-  const char *rbd_keyring; /* keyring file (rbd-keyring=) */
-  uint64_t rbd_timeout_ms; /* bound on cluster operations (rbd-timeout=) */
+struct backend_rbd_options {
+  const char *conf;        /* Ceph configuration file (rbd-conf=) */
+  const char *id;          /* client id, client.ID (rbd-id=) */
+  const char *keyring;     /* keyring file (rbd-keyring=) */
+  uint64_t timeout_ms;     /* bound on cluster operations (rbd-timeout=) */
   /* Where the RBD backend records which client of this server holds the
    * image's lock, so that a restart can fence a crashed instance of it
    * (the service's state= with ".holder" appended; NULL: no record, and
    * a dead holder's lock is waited out).
    */
-  const char *rbd_holder_file;
+  const char *holder_file;
+};
+
+/* How to open a store, beyond its spec. */
+struct backend_options {
+  bool read_only;
   /* low-water= is set: the store's free space must be readable before
    * serving (RBD: a cluster without ceph-mgr has no pool statistics).
    */
   bool need_free_space;
+  const struct backend_rbd_options *rbd; /* NULL: every default */
 };
 
 /* Open spec: a libnbd URI (nbd:, nbds:, nbd+unix:, nbds+unix:,
@@ -202,18 +135,61 @@ extern struct backend *backend_open_with (const char *spec,
  * store or quota (ENOSPC, EDQUOT, EFBIG); the errnos NBD has a name for
  * (EIO, EPERM, EROFS, ENOMEM, EINVAL, EOVERFLOW, ENOTSUP, EOPNOTSUPP) as
  * they are; anything else, a timeout, a lost connection or cluster, a
- * fenced (blocklisted) client included, EIO.  backend_open_with installs
- * it around the implementation's data operations, so that no errno the
- * client cannot read (nbdkit sends an unknown one as EINVAL) leaves the
- * backend.
+ * fenced (blocklisted) client included, EIO.  The data operations below
+ * return it, so that no errno the client cannot read (nbdkit sends an
+ * unknown one as EINVAL) leaves the backend.
  */
 extern int backend_errno (int err);
 
-/* Install backend_errno around b's data operations (b->ops becomes
- * b->mapped_ops, calling b->impl).  backend_open_with does it; a test
- * that builds a backend itself may.
+/* What the store is: its size in bytes, what it can do, who it is. */
+extern uint64_t backend_size (const struct backend *b)
+  __attribute__ ((nonnull (1)));
+extern const struct backend_limits *backend_limits (const struct backend *b)
+  __attribute__ ((nonnull (1)));
+extern const struct backend_identity *
+backend_identity (const struct backend *b) __attribute__ ((nonnull (1)));
+
+/* The data operations, the only way to reach the store.  Each may be
+ * called from several threads at once and returns 0, or -1 with errno
+ * mapped by backend_errno, having reported the error once (a discard's
+ * EOPNOTSUPP silently: the engine turns forwarding off and says so).
+ * zero: the range reads back as zeros; may_trim allows deallocating.
  */
-extern void backend_map_errors (struct backend *b) __attribute__ ((nonnull (1)));
+extern int backend_pread (struct backend *b, void *buf, uint32_t count,
+                          uint64_t offset) __attribute__ ((nonnull (1, 2)));
+extern int backend_pwrite (struct backend *b, const void *buf, uint32_t count,
+                           uint64_t offset, bool fua)
+  __attribute__ ((nonnull (1, 2)));
+extern int backend_zero (struct backend *b, uint64_t offset, uint64_t length,
+                         bool may_trim, bool fua) __attribute__ ((nonnull (1)));
+extern int backend_discard (struct backend *b, uint64_t offset,
+                            uint64_t length, bool fua)
+  __attribute__ ((nonnull (1)));
+extern int backend_flush (struct backend *b) __attribute__ ((nonnull (1)));
+
+/* Describe [offset, offset+length) run by run (backend_extent_fn).  -1
+ * with errno EOPNOTSUPP, silently, where the backend has no way to ask
+ * (a store that has one may still answer everything as data: see
+ * can_extents); other errors are reported.
+ */
+extern int backend_extents (struct backend *b, uint64_t offset,
+                            uint64_t length, backend_extent_fn fn,
+                            void *opaque) __attribute__ ((nonnull (1, 4)));
+
+/* Whether backend_free_space can answer (a file, RBD; not a block
+ * device nor an NBD server: nothing tells there).
+ */
+extern bool backend_has_free_space (const struct backend *b)
+  __attribute__ ((nonnull (1)));
+
+/* The store's free space and total size in bytes, for low-water=, read
+ * on the flusher's schedule, never on the data path
+ * (cache/engine/engine-pressure.c).  -1 with errno EOPNOTSUPP, silently,
+ * without backend_has_free_space; other errors are reported.
+ */
+extern int backend_free_space (struct backend *b, uint64_t *free,
+                               uint64_t *total)
+  __attribute__ ((nonnull (1, 2, 3)));
 
 /* backend_open_with and default options but read_only. */
 extern struct backend *backend_open (const char *spec, bool read_only);
@@ -292,14 +268,5 @@ extern bool backend_spec_is_uri (const char *spec);
 
 /* Whether spec names an RBD image (starts with rbd:). */
 extern bool backend_spec_is_rbd (const char *spec);
-
-/* Implementations, called by backend_open. */
-extern struct backend *backend_file_open (const char *path, int fd,
-                                          bool read_only);
-extern struct backend *backend_blkdev_open (const char *path, int fd,
-                                            bool read_only);
-extern struct backend *backend_nbd_open (const char *uri, bool read_only);
-extern struct backend *backend_rbd_open (const char *spec,
-                                         const struct backend_options *o);
 
 #endif /* DISCARDCACHE_BACKEND_H */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* discardcache: the one place where a backend's errno is turned into
- * what the client is told (backend_errno in backend.h).
+ * what the client is told (backend_errno in backend.h), and the data
+ * operations that return it: the layers above reach a store only
+ * through these, so no errno escapes unmapped.
  *
  * Each store fails in its own words: librbd answers ETIMEDOUT for a
  * cluster that does not answer and ESHUTDOWN for a client the cluster
@@ -16,6 +18,7 @@
 #include <errno.h>
 
 #include "backend.h"
+#include "internal.h"
 
 int
 backend_errno (int err)
@@ -50,49 +53,34 @@ mapped (int r)
   return r;
 }
 
-static int
-map_pread (struct backend *b, void *buf, uint32_t count, uint64_t offset)
+int
+backend_pread (struct backend *b, void *buf, uint32_t count, uint64_t offset)
 {
-  return mapped (b->impl->pread (b, buf, count, offset));
+  return mapped (b->ops->pread (b, buf, count, offset));
 }
 
-static int
-map_pwrite (struct backend *b, const void *buf, uint32_t count,
-            uint64_t offset, bool fua)
+int
+backend_pwrite (struct backend *b, const void *buf, uint32_t count,
+                uint64_t offset, bool fua)
 {
-  return mapped (b->impl->pwrite (b, buf, count, offset, fua));
+  return mapped (b->ops->pwrite (b, buf, count, offset, fua));
 }
 
-static int
-map_zero (struct backend *b, uint64_t offset, uint64_t length, bool may_trim,
-          bool fua)
+int
+backend_zero (struct backend *b, uint64_t offset, uint64_t length,
+              bool may_trim, bool fua)
 {
-  return mapped (b->impl->zero (b, offset, length, may_trim, fua));
+  return mapped (b->ops->zero (b, offset, length, may_trim, fua));
 }
 
-static int
-map_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
+int
+backend_discard (struct backend *b, uint64_t offset, uint64_t length, bool fua)
 {
-  return mapped (b->impl->discard (b, offset, length, fua));
+  return mapped (b->ops->discard (b, offset, length, fua));
 }
 
-static int
-map_flush (struct backend *b)
+int
+backend_flush (struct backend *b)
 {
-  return mapped (b->impl->flush (b));
-}
-
-void
-backend_map_errors (struct backend *b)
-{
-  if (b->ops == &b->mapped_ops)
-    return;
-  b->impl = b->ops;
-  b->mapped_ops = *b->impl;
-  b->mapped_ops.pread = map_pread;
-  b->mapped_ops.pwrite = map_pwrite;
-  b->mapped_ops.zero = map_zero;
-  b->mapped_ops.discard = map_discard;
-  b->mapped_ops.flush = map_flush;
-  b->ops = &b->mapped_ops;
+  return mapped (b->ops->flush (b));
 }

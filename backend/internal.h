@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* discardcache: helpers shared by the backend implementations (not part
- * of the interface in backend.h; only the files in backend/ include it).
+/* discardcache: what the backend implementations share: the vtable
+ * and struct backend behind backend.h's functions, and helpers.  Not
+ * part of the interface: only the files in backend/ include it (and
+ * the tests' own backends, tests/unit/mem-backend.c).
  */
 #ifndef DISCARDCACHE_BACKEND_INTERNAL_H
 #define DISCARDCACHE_BACKEND_INTERNAL_H
@@ -14,6 +16,86 @@
 #include "arith.h"
 #include "backend.h"
 #include "verify.h"
+
+struct backend_ops {
+  const char *kind;
+  int (*pread) (struct backend *b, void *buf, uint32_t count, uint64_t offset);
+  int (*pwrite) (struct backend *b, const void *buf, uint32_t count,
+                 uint64_t offset, bool fua);
+  /* Make the range read back as zeros.  may_trim allows deallocating. */
+  int (*zero) (struct backend *b, uint64_t offset, uint64_t length,
+               bool may_trim, bool fua);
+  /* Discard the range; EOPNOTSUPP is returned silently (the engine turns
+   * forwarding off and says so), other errors are reported.
+   */
+  int (*discard) (struct backend *b, uint64_t offset, uint64_t length,
+                  bool fua);
+  int (*flush) (struct backend *b);
+  /* Optional (backend_flush_covers): whether this backend's flush also
+   * makes durable the writes to the file fd that completed before the
+   * flush was called, and (flush_start) start writing back what the
+   * next flush has to write, without waiting.  file: fd on the same
+   * ext4 or XFS file system (docs/design-notes.md, "One flush for the
+   * journal and the backend").
+   */
+  bool (*flush_covers) (struct backend *b, int fd);
+  void (*flush_start) (struct backend *b);
+  /* Optional (NULL when !can_extents): describe [offset, offset+length).
+   * BACKEND_EXTENT_HOLE must mean deallocated: proof of effect
+   * (backend_range_allocated) takes what is not a hole for space a
+   * discard left allocated.  file: SEEK_DATA/SEEK_HOLE; nbd: block status
+   * base:allocation where the server offers it; blkdev: none (nothing
+   * reliable says what a device freed).  A new backend gives proof of
+   * effect by implementing this (RBD: rbd_diff_iterate2 over the range,
+   * whole_object false: what it does not report is a hole).
+   */
+  int (*extents) (struct backend *b, uint64_t offset, uint64_t length,
+                  backend_extent_fn fn, void *opaque);
+  /* Optional: the store's free space and total size in bytes, for
+   * low-water= (cache/engine/engine-pressure.c), read on the flusher's schedule, never
+   * on the data path.  A file: statvfs of the file system holding it.
+   * Not offered where nothing tells: a block device (the kernel reports
+   * no free space, and a dm-thin LV's pool usage is only in the pool's
+   * dmsetup status) and an NBD server (the protocol has no such query).
+   * RBD (backend/rbd/rbd-space.c): what the pool can still store, from the
+   * monitor (df's MAX AVAIL, less if its quota leaves less), cached.
+   */
+  int (*free_space) (struct backend *b, uint64_t *free, uint64_t *total);
+  /* Optional: lock the store against other servers (backend_lock). */
+  int (*lock) (struct backend *b);
+  /* Optional: start the backend's own threads (backend_start). */
+  int (*start) (struct backend *b);
+  /* Optional: the bytes the store holds for the data (backend_allocated). */
+  int (*allocated) (struct backend *b, uint64_t *bytes);
+  /* Optional: how old the figures above are (backend_readings). */
+  int (*readings) (struct backend *b, struct backend_readings *r);
+  /* Optional: let go of what a fork would break, and take it again
+   * (backend_before_fork, backend_after_fork).
+   */
+  int (*before_fork) (struct backend *b);
+  int (*after_fork) (struct backend *b);
+  void (*close) (struct backend *b);
+};
+
+/* Fields common to every backend; implementations embed this first.
+ * Only backend/ (and the tests' own backends) see inside it: the layers
+ * above call the backend_* functions of backend.h, which map errno.
+ */
+struct backend {
+  const struct backend_ops *ops;
+  uint64_t size;
+  struct backend_limits limits;
+  struct backend_identity identity;
+};
+
+/* Implementations, called by backend_open. */
+extern struct backend *backend_file_open (const char *path, int fd,
+                                          bool read_only);
+extern struct backend *backend_blkdev_open (const char *path, int fd,
+                                            bool read_only);
+extern struct backend *backend_nbd_open (const char *uri, bool read_only);
+extern struct backend *backend_rbd_open (const char *spec,
+                                         const struct backend_options *o);
 
 /* The largest discard any backend reports (max_discard): 1 GiB, the
  * largest discard the Linux block layer and its NBD client send.  One

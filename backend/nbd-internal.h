@@ -14,7 +14,7 @@
 
 #include <libnbd.h>
 
-#include "backend.h"
+#include "internal.h"
 
 /* Connections in the pool when the server has multi-conn. */
 #define NBDB_POOL_MAX 4

@@ -6,6 +6,7 @@
 #ifndef DISCARDCACHE_CLOCK_H
 #define DISCARDCACHE_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -39,6 +40,31 @@ deadline_after_ns (uint64_t ns)
   ts.tv_sec += ns / 1000000000;
   ts.tv_nsec = ns % 1000000000;
   return ts;
+}
+
+/* The same, ms from now. */
+static inline struct timespec
+deadline_after_ms (uint64_t ms)
+{
+  return deadline_after_ns (ms * 1000000);
+}
+
+/* Initialise cond for the deadlines above.  pthread_cond_init alone
+ * gives a CLOCK_REALTIME condition, on which a monotonic deadline is
+ * long past and every timed wait returns at once.  0, or an errno.
+ */
+static inline int
+monotonic_cond_init (pthread_cond_t *cond)
+{
+  pthread_condattr_t attr;
+  int err = pthread_condattr_init (&attr);
+
+  if (err == 0)
+    err = pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+  if (err == 0)
+    err = pthread_cond_init (cond, &attr);
+  pthread_condattr_destroy (&attr);
+  return err;
 }
 
 #endif /* DISCARDCACHE_CLOCK_H */

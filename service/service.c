@@ -56,13 +56,13 @@ open_ctl (struct service *s)
 static void
 default_low_water (struct service_config *cfg, const struct backend *b)
 {
-  if (cfg->low_water_given || cfg->read_only || !b->limits.free_says_full ||
-      b->ops->free_space == NULL)
+  if (cfg->low_water_given || cfg->read_only ||
+      !backend_limits (b)->free_says_full || !backend_has_free_space (b))
     return;
   cfg->engine.low_water_bytes = 1;
   cfg->engine.low_water_ppm = 0;
   dc_debug ("low-water: unset: pending discards are forwarded at once "
-            "while backend %s says it is full", b->identity.name);
+            "while backend %s says it is full", backend_identity (b)->name);
 }
 
 struct service *
@@ -120,12 +120,15 @@ service_open_backend (const struct service_config *cfg, struct backend *b)
 struct service *
 service_open (const struct service_config *cfg)
 {
+  struct backend_rbd_options rbd = {
+    .conf = cfg->rbd_conf, .id = cfg->rbd_id, .keyring = cfg->rbd_keyring,
+    .timeout_ms = cfg->rbd_timeout_ms,
+  };
   struct backend_options o = {
-    .read_only = cfg->read_only, .rbd_conf = cfg->rbd_conf,
-    .rbd_id = cfg->rbd_id, .rbd_keyring = cfg->rbd_keyring,
-    .rbd_timeout_ms = cfg->rbd_timeout_ms,
+    .read_only = cfg->read_only,
     .need_free_space = cfg->engine.low_water_ppm != 0 ||
                        cfg->engine.low_water_bytes != 0,
+    .rbd = &rbd,
   };
   CLEANUP_FREE char *holder = NULL;
   struct backend *b;
@@ -138,7 +141,7 @@ service_open (const struct service_config *cfg)
     dc_error ("service: out of memory");
     return NULL;
   }
-  o.rbd_holder_file = holder;
+  rbd.holder_file = holder;
   b = backend_open_with (cfg->backend, &o);
   return b ? service_open_backend (cfg, b) : NULL;
 }

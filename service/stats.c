@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 #include "log.h"
 #include "stats.h"
 #include "stats-table.h"
@@ -88,43 +89,41 @@ stats_write_json (const struct volume_stats *st, FILE *fp)
   return ferror (fp) ? -1 : 0;
 }
 
+struct stats_fill {
+  const struct volume_stats *st;
+};
+
+static int
+fill_stats (int fd, void *opaque)
+{
+  const struct stats_fill *f = opaque;
+  int copy = dup (fd);
+  FILE *fp = copy == -1 ? NULL : fdopen (copy, "w");
+  int r;
+
+  if (fp == NULL) {
+    if (copy != -1)
+      close (copy);
+    return -1;
+  }
+  r = stats_write_json (f->st, fp);
+  if (r == -1 && errno == 0)
+    errno = EIO;
+  if (fclose (fp) == EOF)
+    r = -1;
+  return r;
+}
+
 int
 stats_write_file (const struct volume_stats *st, const char *path)
 {
-  CLEANUP_FREE char *tmp = NULL;
-  FILE *fp;
-  int saved_errno;
+  struct stats_fill f = { .st = st };
+  const char *step;
 
-  if (asprintf (&tmp, "%s.tmp", path) == -1) {
-    dc_error ("asprintf: %m");
-    return -1;
-  }
-  fp = fopen (tmp, "w");
-  if (fp == NULL) {
-    dc_error ("statsfile: %s: %m", tmp);
-    return -1;
-  }
-  if (stats_write_json (st, fp) == -1) {
-    saved_errno = errno ? errno : EIO;
-    fclose (fp);
-    goto err;
-  }
-  if (fclose (fp) == EOF) {
-    saved_errno = errno;
-    goto err;
-  }
-  if (rename (tmp, path) == -1) {
-    dc_error ("statsfile: rename %s to %s: %m", tmp, path);
-    unlink (tmp);
-    return -1;
-  }
-  return 0;
-
- err:
-  errno = saved_errno;
-  dc_error ("statsfile: %s: write error: %m", tmp);
-  unlink (tmp);
-  errno = saved_errno;
+  /* 0644: node-exporter's textfile collector reads it as another user. */
+  if (fileio_replace (path, 0644, FILEIO_DIR_SOFT, fill_stats, &f, &step) == 0)
+    return 0;
+  dc_error ("statsfile=%s: cannot %s %s.tmp: %m", path, step, path);
   return -1;
 }
 

@@ -43,7 +43,6 @@ struct service_tick *
 tick_start (struct volume *v)
 {
   struct service_tick *t = calloc (1, sizeof *t);
-  pthread_condattr_t attr;
   int err;
 
   if (t == NULL) {
@@ -52,10 +51,7 @@ tick_start (struct volume *v)
   }
   t->volume = v;
   pthread_mutex_init (&t->lock, NULL);
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  pthread_cond_init (&t->stop_cond, &attr);
-  pthread_condattr_destroy (&attr);
+  monotonic_cond_init (&t->stop_cond);
   err = pthread_create (&t->thread, NULL, tick_thread, t);
   if (err) {
     errno = err;

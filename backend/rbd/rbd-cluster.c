@@ -51,15 +51,15 @@ start_fail (struct rbd_backend *h, int r, const char *fmt, ...)
 uint64_t
 rbd_timeout_ms (const struct rbd_backend *h)
 {
-  return h->opts.rbd_timeout_ms ? h->opts.rbd_timeout_ms
+  return h->opts.timeout_ms ? h->opts.timeout_ms
                                 : RBD_DEFAULT_TIMEOUT_MS;
 }
 
 /* rbd-timeout= as whole seconds, at least 1 (librados counts seconds). */
 static unsigned
-timeout_s (const struct backend_options *o)
+timeout_s (const struct backend_rbd_options *o)
 {
-  uint64_t ms = o->rbd_timeout_ms ? o->rbd_timeout_ms : RBD_DEFAULT_TIMEOUT_MS;
+  uint64_t ms = o->timeout_ms ? o->timeout_ms : RBD_DEFAULT_TIMEOUT_MS;
 
   return (unsigned) MAX (UINT64_C (1), (ms + 999) / 1000);
 }
@@ -69,7 +69,7 @@ timeout_s (const struct backend_options *o)
  * deadline must not read the caller's buffer afterwards.
  */
 static int
-set_timeouts (struct rbd_backend *h, const struct backend_options *o)
+set_timeouts (struct rbd_backend *h, const struct backend_rbd_options *o)
 {
   static const char *const keys[] = {
     "client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout",
@@ -106,19 +106,19 @@ set_timeouts (struct rbd_backend *h, const struct backend_options *o)
  * /etc/ceph/ceph.conf, ~/.ceph/ceph.conf, ./ceph.conf), then CEPH_ARGS.
  */
 static int
-read_conf (struct rbd_backend *h, const struct backend_options *o)
+read_conf (struct rbd_backend *h, const struct backend_rbd_options *o)
 {
   int r;
 
-  if (o->rbd_conf && access (o->rbd_conf, R_OK) == -1) {
+  if (o->conf && access (o->conf, R_OK) == -1) {
     dc_error ("rbd-conf=%s: %m: expected the Ceph configuration file of "
-              "the cluster (ceph.conf)", o->rbd_conf);
+              "the cluster (ceph.conf)", o->conf);
     return -1;
   }
-  r = h->lib->rados_conf_read_file (h->cluster, o->rbd_conf);
-  if (r < 0 && o->rbd_conf) {
+  r = h->lib->rados_conf_read_file (h->cluster, o->conf);
+  if (r < 0 && o->conf) {
     errno = -r;
-    dc_error ("rbd-conf=%s: not a Ceph configuration file: %m", o->rbd_conf);
+    dc_error ("rbd-conf=%s: not a Ceph configuration file: %m", o->conf);
     return -1;
   }
   if (r < 0) {
@@ -131,16 +131,16 @@ read_conf (struct rbd_backend *h, const struct backend_options *o)
   r = h->lib->rados_conf_parse_env (h->cluster, NULL);
   if (r < 0)
     return start_fail (h, r, "CEPH_ARGS: cannot parse");
-  if (o->rbd_keyring) {
-    if (access (o->rbd_keyring, R_OK) == -1) {
+  if (o->keyring) {
+    if (access (o->keyring, R_OK) == -1) {
       dc_error ("rbd-keyring=%s: %m: expected a Ceph keyring file",
-                o->rbd_keyring);
+                o->keyring);
       return -1;
     }
-    r = h->lib->rados_conf_set (h->cluster, "keyring", o->rbd_keyring);
+    r = h->lib->rados_conf_set (h->cluster, "keyring", o->keyring);
     if (r < 0) {
       errno = -r;
-      dc_error ("rbd-keyring=%s: %m", o->rbd_keyring);
+      dc_error ("rbd-keyring=%s: %m", o->keyring);
       return -1;
     }
   }
@@ -149,11 +149,11 @@ read_conf (struct rbd_backend *h, const struct backend_options *o)
 
 /* Explain a failed rados_connect, naming the keys that may be wrong. */
 static int
-connect_failed (struct rbd_backend *h, const struct backend_options *o,
+connect_failed (struct rbd_backend *h, const struct backend_rbd_options *o,
                 const char *id, int r)
 {
   char mons[256] = "?";
-  const char *conf = o->rbd_conf ? o->rbd_conf : "the default configuration";
+  const char *conf = o->conf ? o->conf : "the default configuration";
 
   h->lib->rados_conf_get (h->cluster, "mon_host", mons, sizeof mons);
   errno = -r;
@@ -174,9 +174,9 @@ connect_failed (struct rbd_backend *h, const struct backend_options *o,
 
 /* The client id without a "client." in front (rbd --id's form). */
 static const char *
-client_id (const struct backend_options *o)
+client_id (const struct backend_rbd_options *o)
 {
-  const char *id = o->rbd_id ? o->rbd_id : "admin";
+  const char *id = o->id ? o->id : "admin";
 
   return strncmp (id, "client.", 7) == 0 ? id + 7 : id;
 }
@@ -233,13 +233,14 @@ open_image (struct rbd_backend *h, bool read_only)
 }
 
 int
-rbd_connect (struct rbd_backend *h, const struct backend_options *o)
+rbd_connect (struct rbd_backend *h)
 {
+  const struct backend_rbd_options *o = &h->opts;
   const char *id = client_id (o);
   int r;
 
   /* Refused before any time is spent on the cluster. */
-  if (h->spec.snap && !o->read_only) {
+  if (h->spec.snap && !h->read_only) {
     errno = EROFS;
     dc_error ("backend=%s: snapshot %s cannot be written: serve it "
               "read-only (readonly=on)", h->b.identity.name, h->spec.snap);
@@ -257,7 +258,7 @@ rbd_connect (struct rbd_backend *h, const struct backend_options *o)
   r = h->lib->rados_connect (h->cluster);
   if (r < 0)
     return connect_failed (h, o, id, r);
-  return open_pool (h) == -1 ? -1 : open_image (h, o->read_only);
+  return open_pool (h) == -1 ? -1 : open_image (h, h->read_only);
 }
 
 int
@@ -282,7 +283,7 @@ rbd_after_fork (struct backend *b)
 
   if (h->image)
     return 0;
-  if (rbd_connect (h, &h->opts) == -1)
+  if (rbd_connect (h) == -1)
     return -1;
   r = h->lib->rbd_get_size (h->image, &size);
   if (r < 0)

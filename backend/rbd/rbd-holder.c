@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 #include "log.h"
 #include "rbd-internal.h"
 
@@ -51,42 +52,23 @@ own_address (struct rbd_backend *h, char *buf, size_t len)
   return 0;
 }
 
-/* Write text to path atomically: a temporary file, fsync, rename. */
+/* Write text to path atomically (fileio_replace).  0, or -1 with errno
+ * set and *step naming what failed.
+ */
 static int
-write_file (const char *path, const char *text)
+write_file (const char *path, const char *text, const char **step)
 {
-  CLEANUP_FREE char *tmp = NULL;
-  size_t len = strlen (text);
-  int fd;
+  struct fileio_buffer buf = { .data = text, .len = strlen (text) };
 
-  if (asprintf (&tmp, "%s.tmp", path) == -1)
-    return -1;
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd == -1)
-    return -1;
-  if (write (fd, text, len) != (ssize_t) len || fsync (fd) == -1) {
-    int err = errno ? errno : EIO;
-
-    close (fd);
-    unlink (tmp);
-    errno = err;
-    return -1;
-  }
-  if (close (fd) == -1 || rename (tmp, path) == -1) {
-    int err = errno;
-
-    unlink (tmp);
-    errno = err;
-    return -1;
-  }
-  return 0;
+  return fileio_replace (path, 0600, 0, fileio_write_buffer, &buf, step);
 }
 
 void
 rbd_holder_record (struct rbd_backend *h)
 {
-  const char *file = h->opts.rbd_holder_file;
+  const char *file = h->opts.holder_file;
   char addr[256], host[HOST_NAME_MAX + 1] = "?", text[600];
+  const char *step;
   int r;
 
   if (own_address (h, addr, sizeof addr) == -1) {
@@ -108,15 +90,16 @@ rbd_holder_record (struct rbd_backend *h)
    * expire, as without state=: worth a message, not a refusal.
    */
   snprintf (text, sizeof text, "%s\n", addr);
-  if (file && write_file (file, text) == -1)
-    dc_error ("backend %s: %s: %m: a restart after a crash will wait for "
-              "the image's lock to expire", h->b.identity.name, file);
+  if (file && write_file (file, text, &step) == -1)
+    dc_error ("backend %s: %s: cannot %s: %m: a restart after a crash will wait "
+              "for the image's lock to expire", h->b.identity.name, file,
+              step);
 }
 
 bool
 rbd_holder_is_ours (struct rbd_backend *h, const char *owner)
 {
-  const char *file = h->opts.rbd_holder_file;
+  const char *file = h->opts.holder_file;
   char line[256] = "";
   FILE *fp;
 
@@ -154,7 +137,7 @@ rbd_holder_fence (struct rbd_backend *h, const char *owner)
   dc_error ("backend %s: the image's lock is held by client %s, the "
             "previous instance of this server (recorded in %s), which did "
             "not stop cleanly: fencing it (blocklist) and taking the lock "
-            "over", h->b.identity.name, owner, h->opts.rbd_holder_file);
+            "over", h->b.identity.name, owner, h->opts.holder_file);
   r = h->lib->rbd_lock_break (h->image, RBD_LOCK_MODE_EXCLUSIVE, owner);
   if (r < 0 && r != -ENOENT) {
     errno = -r;

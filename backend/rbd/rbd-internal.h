@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "backend.h"
+#include "internal.h"
 #include "rbd-lib.h"
 
 /* The parts of rbd:POOL/[NAMESPACE/]IMAGE[@SNAP]. */
@@ -95,7 +95,9 @@ struct rbd_backend {
   rados_ioctx_t ioctx;
   rbd_image_t image;
   struct rbd_spec spec;
-  struct backend_options opts;  /* copied, to connect again after a fork */
+  /* Copied (strings owned), to connect again after a fork. */
+  struct backend_rbd_options opts;
+  bool read_only;               /* opened read-only (backend_options) */
   uint64_t object_size;
   uint64_t features;            /* RBD_FEATURE_* */
   bool locked;                  /* we hold the exclusive lock ... */
@@ -103,13 +105,12 @@ struct rbd_backend {
   struct rbd_space space;       /* rbd-space.c */
 };
 
-/* Connect to the cluster the options name, open the pool, the namespace
- * and the image (read-only for a snapshot or o->read_only), each step
+/* Connect to the cluster h->opts names, open the pool, the namespace
+ * and the image (read-only for a snapshot or h->read_only), each step
  * bounded by rbd-timeout.  0, or -1 with errno set, reported naming the
  * key to fix.  On failure, what was opened stays in h for rbd_disconnect.
  */
-extern int rbd_connect (struct rbd_backend *h, const struct backend_options *o)
-  __attribute__ ((nonnull (1, 2)));
+extern int rbd_connect (struct rbd_backend *h) __attribute__ ((nonnull (1)));
 
 /* Close the image, the pool and the cluster connection (any of them may
  * be unset).
@@ -206,13 +207,13 @@ extern uint64_t rbd_timeout_ms (const struct rbd_backend *h)
 
 /* After taking the lock (rbd-holder.c): record our lock address in the
  * image's metadata (naming this server to others) and in
- * opts.rbd_holder_file (for our next instance).  Failures are logged.
+ * opts.holder_file (for our next instance).  Failures are logged.
  */
 extern void rbd_holder_record (struct rbd_backend *h)
   __attribute__ ((nonnull (1)));
 
 /* Whether the lock owner at address owner is the instance of this
- * server that opts.rbd_holder_file names.
+ * server that opts.holder_file names.
  */
 extern bool rbd_holder_is_ours (struct rbd_backend *h, const char *owner)
   __attribute__ ((nonnull (1, 2)));

@@ -390,13 +390,7 @@ space_thread (void *arg)
 
     if (sp->stop || next <= now)
       continue;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (next - now) / 1000;
-    ts.tv_nsec += (long) ((next - now) % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000;
-    }
+    ts = deadline_after_ms (next - now);
     pthread_cond_timedwait (&sp->wake, &sp->lock, &ts);
   }
   pthread_mutex_unlock (&sp->lock);
@@ -406,13 +400,8 @@ space_thread (void *arg)
 void
 rbd_space_init (struct rbd_backend *h)
 {
-  pthread_condattr_t attr;
-
   pthread_mutex_init (&h->space.lock, NULL);
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  pthread_cond_init (&h->space.wake, &attr);
-  pthread_condattr_destroy (&attr);
+  monotonic_cond_init (&h->space.wake);
 }
 
 int

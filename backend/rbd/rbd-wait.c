@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "rbd-internal.h"
 
@@ -76,7 +77,6 @@ struct rbd_wait *
 rbd_wait_new (struct rbd_backend *h, size_t bounce_len, rbd_completion_t *c)
 {
   struct rbd_wait *w = calloc (1, sizeof *w);
-  pthread_condattr_t attr;
   int r;
 
   if (w == NULL || (bounce_len && (w->bounce = malloc (bounce_len)) == NULL)) {
@@ -87,10 +87,7 @@ rbd_wait_new (struct rbd_backend *h, size_t bounce_len, rbd_completion_t *c)
   w->lib = h->lib;
   w->refs = 2;
   pthread_mutex_init (&w->lock, NULL);
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  pthread_cond_init (&w->done_cond, &attr);
-  pthread_condattr_destroy (&attr);
+  monotonic_cond_init (&w->done_cond);
   r = h->lib->rbd_aio_create_completion (w, completed, c);
   if (r < 0) {
     put_unlocked (w);
@@ -117,16 +114,9 @@ ssize_t
 rbd_wait_for (struct rbd_wait *w, uint64_t timeout_ms, void *out,
               size_t out_len)
 {
-  struct timespec until;
+  struct timespec until = deadline_after_ms (timeout_ms);
   ssize_t r;
 
-  clock_gettime (CLOCK_MONOTONIC, &until);
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (long) (timeout_ms % 1000) * 1000000;
-  if (until.tv_nsec >= 1000000000) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000;
-  }
   pthread_mutex_lock (&w->lock);
   while (!w->done &&
          pthread_cond_timedwait (&w->done_cond, &w->lock, &until) != ETIMEDOUT)

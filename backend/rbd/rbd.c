@@ -194,10 +194,10 @@ rbdb_close (struct backend *b)
   pthread_cond_destroy (&h->space.wake);
   pthread_mutex_destroy (&h->space.lock);
   rbd_spec_free (&h->spec);
-  free ((char *) h->opts.rbd_conf);
-  free ((char *) h->opts.rbd_id);
-  free ((char *) h->opts.rbd_keyring);
-  free ((char *) h->opts.rbd_holder_file);
+  free ((char *) h->opts.conf);
+  free ((char *) h->opts.id);
+  free ((char *) h->opts.keyring);
+  free ((char *) h->opts.holder_file);
   free (h);
 }
 
@@ -268,6 +268,8 @@ probe (struct rbd_backend *h, bool read_only)
 struct backend *
 backend_rbd_open (const char *spec, const struct backend_options *o)
 {
+  static const struct backend_rbd_options defaults;
+  const struct backend_rbd_options *rbd = o->rbd ? o->rbd : &defaults;
   struct rbd_backend *h = calloc (1, sizeof *h);
 
   if (h == NULL) {
@@ -291,20 +293,18 @@ backend_rbd_open (const char *spec, const struct backend_options *o)
     errno = err;
     return NULL;
   }
-  h->opts = *o;
-  h->opts.rbd_conf = h->opts.rbd_id = h->opts.rbd_keyring = NULL;
-  h->opts.rbd_holder_file = NULL;
-  if (strdup_null (o->rbd_conf, (char **) &h->opts.rbd_conf) == -1 ||
-      strdup_null (o->rbd_holder_file,
-                   (char **) &h->opts.rbd_holder_file) == -1 ||
-      strdup_null (o->rbd_id, (char **) &h->opts.rbd_id) == -1 ||
-      strdup_null (o->rbd_keyring, (char **) &h->opts.rbd_keyring) == -1) {
+  h->read_only = o->read_only;
+  h->opts.timeout_ms = rbd->timeout_ms;
+  if (strdup_null (rbd->conf, (char **) &h->opts.conf) == -1 ||
+      strdup_null (rbd->holder_file, (char **) &h->opts.holder_file) == -1 ||
+      strdup_null (rbd->id, (char **) &h->opts.id) == -1 ||
+      strdup_null (rbd->keyring, (char **) &h->opts.keyring) == -1) {
     dc_error ("backend=%s: out of memory", spec);
     rbdb_close (&h->b);
     errno = ENOMEM;
     return NULL;
   }
-  if (rbd_connect (h, &h->opts) == -1 ||
+  if (rbd_connect (h) == -1 ||
       probe (h, o->read_only || h->spec.snap != NULL) == -1 ||
       (o->need_free_space && rbd_space_check (h) == -1)) {
     int err = errno;

@@ -73,7 +73,7 @@ disable_forwarding_locked (struct engine *e)
 {
   if (!e->forwarding_disabled)
     dc_error ("backend %s does not support discard: forwarding turned off, "
-              "pending discards dropped", e->backend->identity.name);
+              "pending discards dropped", backend_identity (e->backend)->name);
   e->forwarding_disabled = true;
   engine_drop_all_locked (e);
 }
@@ -136,7 +136,7 @@ send_one (struct engine *e, uint64_t offset, uint64_t n, bool fua, bool probe)
   atomic_fetch_add (&e->discard_events, 1);
   atomic_fetch_add (&e->discards_inflight, 1);
   t0 = engine_now_ns (e);
-  r = b->ops->discard (b, offset, n, fua);
+  r = backend_discard (b, offset, n, fua);
   err = errno;
   t1 = engine_now_ns (e);
   atomic_fetch_sub (&e->discards_inflight, 1);
@@ -192,7 +192,7 @@ forward_drops_lock (struct engine *e, uint64_t offset, uint64_t length,
    */
   VERIFY3U (length, >, 0);
   VERIFY (!wraps);
-  VERIFY3U (end, <=, e->backend->size);
+  VERIFY3U (end, <=, backend_size (e->backend));
   if (e->forwarding_disabled) {
     e->stats.dropped++;
     e->stats.dropped_bytes += length;

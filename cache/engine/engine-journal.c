@@ -135,7 +135,7 @@ engine_journal_wanted (const struct engine *e)
   const struct engine_config *cfg = engine_keys (e);
 
   return cfg->state && cfg->journal && !cfg->passthrough &&
-         !e->backend->limits.read_only;
+         !backend_limits (e->backend)->read_only;
 }
 
 /* Appending, under the engine lock. */
@@ -210,6 +210,15 @@ write_zeros (int fd, uint64_t from, uint64_t to)
  * numbered from first_seq: written as path.tmp, made durable, renamed
  * over path.  The descriptor, or -1 reported.
  */
+/* A new journal file: its header, then zeros preallocated behind it. */
+static int
+fill_new_file (int fd, void *header)
+{
+  if (pwrite_all (fd, header, JOURNAL_HEADER_SIZE, 0) == -1)
+    return -1;
+  return write_zeros (fd, JOURNAL_HEADER_SIZE, PREALLOC_STEP);
+}
+
 static int
 create_file (struct engine *e, struct engine_journal *j, uint64_t ck_len,
              uint32_t ck_crc, uint64_t first_seq)
@@ -217,31 +226,17 @@ create_file (struct engine *e, struct engine_journal *j, uint64_t ck_len,
   struct journal_header h = {
     .checkpoint_len = ck_len, .checkpoint_crc = ck_crc,
     .first_seq = first_seq, .granularity = e->granularity,
-    .backend_size = e->backend->size,
+    .backend_size = backend_size (e->backend),
   };
   unsigned char header[JOURNAL_HEADER_SIZE];
-  CLEANUP_FREE char *tmp = NULL;
+  const char *step;
   int fd;
 
-  if (asprintf (&tmp, "%s.tmp", j->path) == -1) {
-    dc_error ("journal %s: out of memory", j->path);
-    return -1;
-  }
-  fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd == -1) {
-    dc_error ("journal %s: cannot create %s: %m", j->path, tmp);
-    return -1;
-  }
   journal_header_encode (&h, header);
-  if (pwrite_all (fd, header, sizeof header, 0) == -1 ||
-      write_zeros (fd, sizeof header, PREALLOC_STEP) == -1 ||
-      fdatasync (fd) == -1 || rename (tmp, j->path) == -1 ||
-      fsync_dir (j->path) == -1) {
-    dc_error ("journal %s: cannot write it: %m", j->path);
-    close (fd);
-    unlink (tmp);
-    return -1;
-  }
+  fd = fileio_replace (j->path, 0600, FILEIO_KEEP_FD, fill_new_file, header,
+                       &step);
+  if (fd == -1)
+    dc_error ("journal %s: cannot write it: cannot %s: %m", j->path, step);
   return fd;
 }
 
@@ -625,7 +620,7 @@ replay_one (const struct journal_record *r, void *opaque)
    * range read from a file reaches the forward path's contracts.
    */
   if (r->op == EXTMAP_OBSERVE_INSERT &&
-      r->offset + r->length > e->backend->size)
+      r->offset + r->length > backend_size (e->backend))
     return 1;
   if (r->map == JOURNAL_CLEAN) {
     if (r->op == EXTMAP_OBSERVE_INSERT)
@@ -712,7 +707,7 @@ verify_clean (struct engine *e, struct verify *v)
     engine_lock_release (e);
     return;
   }
-  if (b->ops->extents == NULL || !b->limits.can_extents ||
+  if (!backend_limits (b)->can_extents ||
       (all = malloc (n * sizeof *all)) == NULL) {
     v->dropped = clean_bytes (&e->clean);
     clean_forget_all (&e->clean, NULL, NULL);
@@ -725,7 +720,7 @@ verify_clean (struct engine *e, struct verify *v)
    * asked with the lock held (no other thread can wait on it).
    */
   for (struct extent *x = all; x < end; x++)
-    if (b->ops->extents (b, x->offset, x->length, verify_run, v) == -1) {
+    if (backend_extents (b, x->offset, x->length, verify_run, v) == -1) {
       v->dropped += clean_bytes (&e->clean);
       clean_forget_all (&e->clean, NULL, NULL);
       break;
@@ -753,7 +748,7 @@ read_matching (struct engine *e, struct engine_journal *j,
     snprintf (why, sizeof why, "it follows another checkpoint than the "
               "state file (a clean stop, or a crash during a checkpoint)");
   else if (jh->granularity != e->granularity ||
-           jh->backend_size != e->backend->size)
+           jh->backend_size != backend_size (e->backend))
     snprintf (why, sizeof why, "it was made for granularity %" PRIu64
               " and a backend of %" PRIu64 " bytes", jh->granularity,
               jh->backend_size);

@@ -188,7 +188,7 @@ engine_record_trim_drops_lock (struct engine *e, uint64_t offset, uint64_t lengt
   DEBUG_VERIFY_HELD (&e->lock);
   /* The front-ends checked the range against the size they export. */
   VERIFY3U (end, >=, offset);
-  VERIFY3U (end, <=, e->backend->size);
+  VERIFY3U (end, <=, backend_size (e->backend));
   while (pos < end) {
     if (!clean_find (&e->clean, pos, end - pos, &start, &stop))
       start = stop = end;

@@ -33,12 +33,12 @@ engine_pressure_check (struct engine *e)
 
   if (cfg->low_water_ppm == 0 && cfg->low_water_bytes == 0)
     return 0;
-  if (e->backend->ops->free_space == NULL) {
+  if (!backend_has_free_space (e->backend)) {
     dc_error ("low-water: the free space of backend %s (%s) is not known "
               "here (files and RBD pools report it; block devices and NBD "
               "servers do not, and a thin LV's pool is not visible from the "
-              "LV): use low-water=off", e->backend->identity.name,
-              e->backend->ops->kind);
+              "LV): use low-water=off", backend_identity (e->backend)->name,
+              backend_identity (e->backend)->kind);
     errno = EINVAL;
     return -1;
   }
@@ -67,7 +67,7 @@ look_drops_lock (struct engine *e, uint64_t now_ns)
   e->pressure_look_ns = now_ns + (e->pressure ? LOOK_UNDER_PRESSURE_NS
                                               : LOOK_EVERY_NS);
   engine_lock_release (e);
-  r = b->ops->free_space (b, &free_bytes, &total);
+  r = backend_free_space (b, &free_bytes, &total);
   engine_lock_acquire (e);
   if (r == -1)
     return;                     /* reported; the state stays as it was */
@@ -79,14 +79,14 @@ look_drops_lock (struct engine *e, uint64_t now_ns)
     e->pressure_entered++;
     dc_error ("low-water: backend %s has %" PRIu64 " bytes free, below %"
               PRIu64 ": forwarding every pending discard now (%" PRIu64
-              " bytes pending)", b->identity.name, free_bytes, mark,
+              " bytes pending)", backend_identity (b)->name, free_bytes, mark,
               extmap_bytes (e->map));
   }
   else if (e->pressure && free_bytes >= mark) {
     e->pressure = false;
     dc_error ("low-water: backend %s has %" PRIu64 " bytes free again "
               "(mark %" PRIu64 "): back to delay and pacing",
-              b->identity.name, free_bytes, mark);
+              backend_identity (b)->name, free_bytes, mark);
   }
 }
 
@@ -97,7 +97,7 @@ engine_pressure_turn_drops_lock (struct engine *e, uint64_t now_ns)
   uint64_t offset, length;
   uint32_t time;
 
-  if (e->backend->ops->free_space == NULL ||
+  if (!backend_has_free_space (e->backend) ||
       (e->cfg.low_water_ppm == 0 && e->cfg.low_water_bytes == 0))
     return 0;
   if (now_ns >= e->pressure_look_ns)
@@ -118,7 +118,7 @@ void
 engine_pressure_stats_locked (struct engine *e, struct engine_stats *st)
   REQUIRES (engine_lock)
 {
-  st->low_water_bytes = e->backend->ops->free_space
+  st->low_water_bytes = backend_has_free_space (e->backend)
                         ? threshold (&e->cfg, e->backend_total) : 0;
   st->backend_free_bytes = e->backend_free;
   st->pressure = e->pressure;

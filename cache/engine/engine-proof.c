@@ -36,7 +36,7 @@ say_ineffective (struct engine *e, const struct proof_sample *s,
             ", +%" PRIu64 ") at granularity %" PRIu64 " but %" PRIu64
             " bytes of it are still allocated; likely cause: %s%s "
             "(said once; the statistics count proof_ineffective_bytes)",
-            e->backend->identity.name, s->offset, s->length, s->granularity,
+            backend_identity (e->backend)->name, s->offset, s->length, s->granularity,
             allocated, cause,
             engine_keys (e)->proof_adapt ? ""
             : "; proof-adapt=on raises the forwarding granularity");
@@ -67,7 +67,7 @@ adapt_locked (struct engine *e, const struct proof_sample *s)
   e->proof.adapted++;
   dc_error ("proof-adapt: discards at granularity %" PRIu64 " were "
             "ineffective on backend %s: forwarding granularity raised to %"
-            PRIu64, g, e->backend->identity.name, e->fwd_granularity);
+            PRIu64, g, backend_identity (e->backend)->name, e->fwd_granularity);
 }
 
 void

@@ -22,7 +22,7 @@ engine_protection_init_locked (struct engine *e)
   REQUIRES (engine_lock)
 {
   const struct engine_config *cfg = engine_keys (e);
-  bool can_tell = e->backend->limits.can_extents;
+  bool can_tell = backend_limits (e->backend)->can_extents;
 
   breaker_init (&e->breaker);
   /* The passthrough baseline is a plain proxy: nothing holds it. */
@@ -38,7 +38,7 @@ engine_protection_init_locked (struct engine *e)
   if (cfg->proof_ppm && !can_tell)
     dc_debug ("proof of effect: backend %s (%s) cannot say what a discard "
               "freed (no allocation status): not checked",
-              e->backend->identity.name, e->backend->ops->kind);
+              backend_identity (e->backend)->name, backend_identity (e->backend)->kind);
   else if (cfg->proof_ppm && !clean_enabled (&e->clean))
     dc_debug ("proof of effect needs the known-clean map "
               "(max-clean-extents, not passthrough): not checked");

@@ -53,9 +53,9 @@ engine_state_identity (const struct engine *e, struct state_identity *id)
   snprintf (id->kind, sizeof id->kind, "%s", b->kind);
   id->dev = b->dev;
   id->ino = b->ino;
-  id->size = e->backend->size;
+  id->size = backend_size (e->backend);
   id->granularity = e->granularity;
-  id->mtime_ns = file_mtime_ns (&e->backend->identity);
+  id->mtime_ns = file_mtime_ns (backend_identity (e->backend));
   snprintf (id->name, sizeof id->name, "%s", b->name);
 }
 
@@ -118,34 +118,18 @@ engine_state_encode_locked (struct engine *e, bool stamp_mtime, void **image,
 int
 engine_state_write (const char *path, const void *image, size_t len)
 {
-  CLEANUP_FREE char *tmp = NULL;
+  struct fileio_buffer buf = { .data = image, .len = len };
   const char *step;
-  int fd;
 
-  if (asprintf (&tmp, "%s.tmp", path) == -1) {
-    dc_error ("state=%s: out of memory", path);
-    return -1;
+  if (fileio_replace (path, 0600, FILEIO_DIR_SOFT, fileio_write_buffer, &buf,
+                      &step) == 0) {
+    if (step != NULL)
+      dc_error ("state=%s: cannot %s: %m (saved, maybe not durable)", path,
+                step);
+    return 0;
   }
-  fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd == -1) {
-    dc_error ("state=%s: cannot create %s: %m", path, tmp);
-    return -1;
-  }
-  step = pwrite_all (fd, image, len, 0) == -1 ? "write"
-       : fsync (fd) == -1 ? "fsync" : NULL;
-  if (close (fd) == -1 && step == NULL)
-    step = "close";
-  if (step == NULL && rename (tmp, path) == -1)
-    step = "rename";
-  if (step) {
-    dc_error ("state=%s: %s %s: %m", path, step, tmp);
-    unlink (tmp);
-    return -1;
-  }
-  if (fsync_dir (path) == -1)
-    dc_error ("state=%s: fsync of its directory: %m (saved, maybe not durable)",
-              path);
-  return 0;
+  dc_error ("state=%s: cannot %s %s.tmp: %m", path, step, path);
+  return -1;
 }
 
 int
@@ -294,7 +278,7 @@ engine_state_load (struct engine *e)
   size_t len;
   int r;
 
-  if (e->backend->limits.read_only) {
+  if (backend_limits (e->backend)->read_only) {
     dc_debug ("state=%s: read-only, not loaded (a writable start consumes it)",
               path);
     return 0;

@@ -32,7 +32,7 @@ engine_clock (void *unused)
 static int
 resolve_limits (struct engine *e)
 {
-  const struct backend_limits *lim = &e->backend->limits;
+  const struct backend_limits *lim = backend_limits (e->backend);
   const struct engine_config *cfg = engine_keys (e);
   uint64_t max_discard = lim->max_discard;
 
@@ -71,19 +71,14 @@ resolve_limits (struct engine *e)
 static int
 init_sync (struct engine *e)
 {
-  pthread_condattr_t attr;
-  int err;
+  int err = pthread_mutex_init (&e->lock, NULL);
 
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  err = pthread_mutex_init (&e->lock, NULL);
   if (err == 0)
-    err = pthread_cond_init (&e->inflight_done, &attr);
+    err = monotonic_cond_init (&e->inflight_done);
   if (err == 0)
-    err = pthread_cond_init (&e->wakeup, &attr);
+    err = monotonic_cond_init (&e->wakeup);
   if (err == 0)
-    err = pthread_cond_init (&e->flushed, &attr);
-  pthread_condattr_destroy (&attr);
+    err = monotonic_cond_init (&e->flushed);
   if (err) {
     errno = err;
     dc_error ("engine: cannot initialise locks: %m");
@@ -103,7 +98,7 @@ load_saved (struct engine *e)
 
   if (engine_journal_wanted (e))
     return engine_journal_load (e);
-  if (!e->backend->limits.read_only &&
+  if (!backend_limits (e->backend)->read_only &&
       (r = engine_journal_load_left (e)) != 0)
     return r == 1 ? 0 : -1;
   return engine_state_load (e);
@@ -120,7 +115,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     return NULL;
   }
   e->backend = b;
-  backend_saved_identity (&b->identity, &e->saved_identity);
+  backend_saved_identity (backend_identity (b), &e->saved_identity);
   if (engine_config_copy (&e->cfg, cfg) == -1) {
     backend_close (b);
     free (e);
@@ -147,7 +142,7 @@ engine_open (const struct engine_config *cfg, struct backend *b)
   extmap_set_minlen (e->map, e->cfg.minlen);
   e->fwd_granularity = e->granularity;
   engine_small_apply_locked (e);
-  e->forwarding_disabled = !b->limits.can_discard;
+  e->forwarding_disabled = !backend_limits (b)->can_discard;
   engine_protection_init_locked (e);
   e->epoch_ms = engine_now_ms (e);
   atomic_init (&e->active_requests, 0);
@@ -161,9 +156,9 @@ engine_open (const struct engine_config *cfg, struct backend *b)
     goto err_sync;
   dc_debug ("engine: backend %s (%s), size %" PRIu64 ", granularity %" PRIu64
             ", max discard %" PRIu64 ", discard %s",
-            b->identity.name, b->ops->kind, b->size, e->granularity,
+            backend_identity (b)->name, backend_identity (b)->kind, backend_size (b), e->granularity,
             e->chunk_limit,
-            b->limits.can_discard ? "supported" : "unsupported");
+            backend_limits (b)->can_discard ? "supported" : "unsupported");
   return e;
 
  err_sync:
@@ -251,7 +246,7 @@ engine_stop (struct engine *e, uint64_t timeout_ms)
   /* With a state file, what is pending waits for the next start; if it
    * cannot be saved (reported), it is forwarded as without one.
    */
-  if (engine_keys (e)->state && !e->backend->limits.read_only) {
+  if (engine_keys (e)->state && !backend_limits (e->backend)->read_only) {
     e->state_saved = engine_state_save (e) == 0;
     if (!e->state_saved)
       dc_error ("state=%s: not saved: forwarding what is pending instead",
@@ -291,19 +286,19 @@ engine_close (struct engine *e)
 uint64_t
 engine_size (const struct engine *e)
 {
-  return e->backend->size;
+  return backend_size (e->backend);
 }
 
 const struct backend_limits *
 engine_limits (const struct engine *e)
 {
-  return &e->backend->limits;
+  return backend_limits (e->backend);
 }
 
 const struct backend_identity *
 engine_identity (const struct engine *e)
 {
-  return &e->backend->identity;
+  return backend_identity (e->backend);
 }
 
 const struct backend_identity *
@@ -362,14 +357,14 @@ check_range (const struct engine *e, uint64_t offset, uint64_t length,
 {
   uint64_t end;
 
-  if (write && e->backend->limits.read_only) {
+  if (write && backend_limits (e->backend)->read_only) {
     errno = EROFS;
     return -1;
   }
   if (length == 0 || ADD_OVERFLOW (offset, length, &end) ||
-      end > e->backend->size) {
+      end > backend_size (e->backend)) {
     dc_error ("request [%" PRIu64 ", +%" PRIu64 ") is outside the backend "
-              "(size %" PRIu64 ")", offset, length, e->backend->size);
+              "(size %" PRIu64 ")", offset, length, backend_size (e->backend));
     errno = EINVAL;
     return -1;
   }
@@ -456,7 +451,7 @@ engine_pread (struct engine *e, void *buf, uint32_t count,
   request_begin (e, &rq);
   r = collect_zero_ranges (e, &z);
   if (r == 0)
-    r = e->backend->ops->pread (e->backend, buf, count, offset);
+    r = backend_pread (e->backend, buf, count, offset);
   if (r == 0)
     for (size_t i = 0; i < z.n; i++)
       memset ((char *) buf + (z.r[i].start - offset), 0,
@@ -481,7 +476,7 @@ flush_with_journal (struct engine *e)
   backend_flush_start (e->backend);
   if (engine_journal_write_out (e, &covered) == -1)
     return -1;
-  r = e->backend->ops->flush (e->backend);
+  r = backend_flush (e->backend);
   if (r == 0)
     engine_journal_flushed (e, covered);
   return r;
@@ -547,7 +542,7 @@ engine_pwrite (struct engine *e, const void *buf, uint32_t count,
   }
   by_flush = fua_by_flush (e, fua);
   ticket = fua && !by_flush ? engine_journal_begin (e) : 0;
-  r = e->backend->ops->pwrite (e->backend, buf, count, offset,
+  r = backend_pwrite (e->backend, buf, count, offset,
                                fua && !by_flush);
   if (r == 0 && fua)
     r = fua_done (e, by_flush, ticket);
@@ -565,7 +560,7 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
 
   if (check_range (e, offset, length, true) == -1)
     return -1;
-  if (fast && !e->backend->limits.can_zero) {
+  if (fast && !backend_limits (e->backend)->can_zero) {
     errno = EOPNOTSUPP;
     return -1;
   }
@@ -576,12 +571,12 @@ engine_zero (struct engine *e, uint64_t offset, uint64_t length,
     return -1;
   }
   by_flush = fua_by_flush (e, fua);
-  r = e->backend->ops->zero (e->backend, offset, length, may_trim,
+  r = backend_zero (e->backend, offset, length, may_trim,
                              fua && !by_flush);
   /* Invariant 9: where the backend's zero deallocates as its discard
    * does, the zeroed granules are as clean as discarded ones.
    */
-  if (r == 0 && may_trim && e->backend->limits.zero_unmaps) {
+  if (r == 0 && may_trim && backend_limits (e->backend)->zero_unmaps) {
     engine_lock_acquire (e);
     clean_discarded (&e->clean, offset, length);
     engine_lock_release (e);
@@ -696,7 +691,7 @@ flush (struct engine *e, bool forward_first)
     r = flush_with_journal (e);
   else {
     ticket = engine_journal_begin (e);
-    r = e->backend->ops->flush (e->backend);
+    r = backend_flush (e->backend);
     if (engine_journal_wait (e, ticket) == -1 && r == 0)
       r = -1;
   }
@@ -741,12 +736,8 @@ engine_extents (struct engine *e, uint64_t offset, uint64_t length,
 {
   int r;
 
-  if (e->backend->ops->extents == NULL) {
-    errno = EOPNOTSUPP;
-    return -1;
-  }
   request_begin (e, NULL);
-  r = e->backend->ops->extents (e->backend, offset, length, fn, opaque);
+  r = backend_extents (e->backend, offset, length, fn, opaque);
   request_end (e, NULL);
   return r;
 }

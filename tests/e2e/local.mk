@@ -44,6 +44,11 @@ SERVICE_TESTS = \
 TESTS += $(SERVICE_TESTS)
 EXTRA_DIST += $(SERVICE_TESTS)
 
+# The plugin under nbdkit's own filters (log, blocksize-policy, delay,
+# error), as an administrator stacks them.
+TESTS += tests/e2e/test-nbdkit-filters.sh
+EXTRA_DIST += tests/e2e/test-nbdkit-filters.sh
+
 # The state file across restarts of nbdkit.
 TESTS += tests/e2e/test-state.sh tests/e2e/test-stable-identity.sh
 EXTRA_DIST += tests/e2e/test-state.sh tests/e2e/test-stable-identity.sh

@@ -30,6 +30,10 @@ fi
 if grep -nE '#include[[:space:]]+"engine[a-z-]*\.h"' "${pure[@]}"; then
     fail "a library below the engine includes an engine header: above"
 fi
+if grep -rnE '#include[[:space:]]+"(internal|nbd-internal|rbd-internal)\.h"' \
+        cache extmap volume service nbd-plugin fuse ublk tools keeper; then
+    fail "a layer above backend/ includes its private header: call the backend_* functions of backend.h (above)"
+fi
 if ls cache/*.[ch] > /dev/null 2>&1; then
     ls cache/*.[ch]
     fail "source at the top of cache/: the engine's own files live in cache/engine/ (cache/README.md)"

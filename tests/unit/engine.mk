@@ -32,6 +32,22 @@ tests_unit_test_grow_SOURCES = tests/unit/test-grow.c
 tests_unit_test_grow_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_grow_LDADD = $(CMOCKA_LIBS)
 
+# The one atomic file replace (common/fileio.h).
+check_PROGRAMS += tests/unit/test-fileio
+TESTS += tests/unit/test-fileio
+tests_unit_test_fileio_SOURCES = tests/unit/test-fileio.c tests/unit/scratch.c \
+	tests/unit/scratch.h
+tests_unit_test_fileio_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_fileio_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_fileio_LDADD = $(CMOCKA_LIBS)
+
+# Deadlines and the monotonic condition variables they are for.
+check_PROGRAMS += tests/unit/test-clock
+TESTS += tests/unit/test-clock
+tests_unit_test_clock_SOURCES = tests/unit/test-clock.c
+tests_unit_test_clock_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_clock_LDADD = $(CMOCKA_LIBS)
+
 tests_unit_test_arith_SOURCES = tests/unit/test-arith.c
 tests_unit_test_arith_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_arith_LDADD = $(CMOCKA_LIBS)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "internal.h"
 
 #define MEM_MAX_CALLS 4096
 

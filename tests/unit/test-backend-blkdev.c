@@ -23,6 +23,7 @@
 
 #include "arith.h"
 #include "backend.h"
+#include "internal.h"
 #include "test-backend-util.h"
 
 #define MiB (1024 * 1024)
@@ -50,7 +51,7 @@ backing_blocks (struct backend *b)
 {
   struct stat st;
 
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
   assert_int_equal (stat (backing_path, &st), 0);
   return st.st_blocks;
 }
@@ -102,7 +103,7 @@ test_discard_is_real (void **state)
   write_pattern (b, 0, 8 * MiB, false);
   before = backing_blocks (b);
   assert_true (before >= 8 * MiB / 512);
-  assert_int_equal (b->ops->discard (b, 2 * MiB, 4 * MiB, true), 0);
+  assert_int_equal (backend_discard (b, 2 * MiB, 4 * MiB, true), 0);
   after = backing_blocks (b);
   assert_true (after <= before - 4 * MiB / 512);
   assert_pattern (b, 0, 2 * MiB);
@@ -122,9 +123,9 @@ test_discard_misaligned (void **state)
 
   write_pattern (b, 0, 2 * MiB, false);
   before = backing_blocks (b);
-  assert_int_equal (b->ops->discard (b, MiB + 512, g - 1024, false), 0);
+  assert_int_equal (backend_discard (b, MiB + 512, g - 1024, false), 0);
   assert_true (backing_blocks (b) == before);
-  assert_int_equal (b->ops->discard (b, MiB - 512, 2 * g + 1024, false), 0);
+  assert_int_equal (backend_discard (b, MiB - 512, 2 * g + 1024, false), 0);
   assert_true (backing_blocks (b) <= before - 2 * g / 512);
   assert_pattern (b, 0, MiB);
   assert_zeroes (b, MiB, 2 * g);
@@ -138,8 +139,8 @@ test_zero (void **state)
 
   write_pattern (b, 0, 4 * MiB, false);
   /* Aligned: BLKZEROOUT.  Unaligned: zeroes written. */
-  assert_int_equal (b->ops->zero (b, MiB, MiB, false, true), 0);
-  assert_int_equal (b->ops->zero (b, 3 * MiB + 100, 1000, true, false), 0);
+  assert_int_equal (backend_zero (b, MiB, MiB, false, true), 0);
+  assert_int_equal (backend_zero (b, 3 * MiB + 100, 1000, true, false), 0);
   assert_pattern (b, 0, MiB);
   assert_zeroes (b, MiB, MiB);
   assert_pattern (b, 2 * MiB, MiB + 100);
@@ -156,7 +157,7 @@ test_read_write (void **state)
   write_pattern (b, b->size - 4096, 4096, false);
   assert_pattern (b, 12345, MiB);
   assert_pattern (b, b->size - 4096, 4096);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
 }
 
 static void

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "backend.h"
+#include "internal.h"
 #include "test-backend-util.h"
 
 #define MiB (1024 * 1024)
@@ -219,7 +220,7 @@ test_read_write (void **state)
   assert_pattern (b, 5000, 3 * MiB + 17);
   assert_pattern (b, FILE_SIZE - 100, 100);
   assert_zeroes (b, 4096, 5000 - 4096);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
 }
 
 static void
@@ -230,17 +231,17 @@ test_discard_punches_hole (void **state)
   blkcnt_t before, after;
 
   write_pattern (b, 0, 4 * MiB, false);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
   before = blocks_of (f->path);
   assert_true (before >= 4 * MiB / 512);
-  assert_int_equal (b->ops->discard (b, MiB, 2 * MiB, true), 0);
+  assert_int_equal (backend_discard (b, MiB, 2 * MiB, true), 0);
   after = blocks_of (f->path);
   assert_true (after <= before - 2 * MiB / 512);
   assert_pattern (b, 0, MiB);
   assert_zeroes (b, MiB, 2 * MiB);
   assert_pattern (b, 3 * MiB, MiB);
   /* Empty discards are no-ops, even at the end. */
-  assert_int_equal (b->ops->discard (b, FILE_SIZE, 0, false), 0);
+  assert_int_equal (backend_discard (b, FILE_SIZE, 0, false), 0);
 }
 
 static void
@@ -251,16 +252,16 @@ test_zero (void **state)
   blkcnt_t before;
 
   write_pattern (b, 0, 4 * MiB, false);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
   before = blocks_of (f->path);
   /* Without may_trim the blocks stay allocated. */
-  assert_int_equal (b->ops->zero (b, 100, MiB, false, false), 0);
+  assert_int_equal (backend_zero (b, 100, MiB, false, false), 0);
   assert_pattern (b, 0, 100);
   assert_zeroes (b, 100, MiB);
   assert_pattern (b, MiB + 100, MiB);
   assert_true (blocks_of (f->path) >= before);
   /* With may_trim they may be freed (a hole punch here). */
-  assert_int_equal (b->ops->zero (b, 2 * MiB, 2 * MiB, true, true), 0);
+  assert_int_equal (backend_zero (b, 2 * MiB, 2 * MiB, true, true), 0);
   assert_zeroes (b, 2 * MiB, 2 * MiB);
   assert_true (blocks_of (f->path) <= before - 2 * MiB / 512);
 }
@@ -297,8 +298,8 @@ test_extents (void **state)
   struct extents x = { .n = 0 };
 
   write_pattern (b, MiB, MiB, false);
-  assert_int_equal (b->ops->flush (b), 0);
-  assert_int_equal (b->ops->extents (b, 0, 4 * MiB, collect, &x), 0);
+  assert_int_equal (backend_flush (b), 0);
+  assert_int_equal (backend_extents (b, 0, 4 * MiB, collect, &x), 0);
   assert_int_equal (x.n, 3);
   assert_extent (&x.e[0], 0, MiB, hole);
   assert_extent (&x.e[1], MiB, MiB, 0);
@@ -306,19 +307,19 @@ test_extents (void **state)
 
   /* A range that starts inside data and ends inside the hole. */
   x.n = 0;
-  assert_int_equal (b->ops->extents (b, MiB + 4096, MiB, collect, &x), 0);
+  assert_int_equal (backend_extents (b, MiB + 4096, MiB, collect, &x), 0);
   assert_int_equal (x.n, 2);
   assert_extent (&x.e[0], MiB + 4096, MiB - 4096, 0);
   assert_extent (&x.e[1], 2 * MiB, 4096, hole);
 
   /* After a discard the data run is a hole again. */
-  assert_int_equal (b->ops->discard (b, MiB, MiB, false), 0);
+  assert_int_equal (backend_discard (b, MiB, MiB, false), 0);
   x.n = 0;
-  assert_int_equal (b->ops->extents (b, 0, FILE_SIZE, collect, &x), 0);
+  assert_int_equal (backend_extents (b, 0, FILE_SIZE, collect, &x), 0);
   assert_int_equal (x.n, 1);
   assert_extent (&x.e[0], 0, FILE_SIZE, hole);
 
-  assert_fails_with (b->ops->extents (b, FILE_SIZE - 1, 2, collect, &x),
+  assert_fails_with (backend_extents (b, FILE_SIZE - 1, 2, collect, &x),
                      EINVAL);
 }
 
@@ -339,7 +340,7 @@ test_read_only (void **state)
   assert_non_null (b);
   check_limits_sane (b);
   check_read_only (b);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
   backend_close (b);
   unlink (path);
   free (path);
@@ -361,8 +362,8 @@ test_zero_on_tmpfs (void **state)
   b = backend_open (path, false);
   assert_non_null (b);
   write_pattern (b, 0, 2 * MiB, false);
-  assert_int_equal (b->ops->zero (b, 4096, MiB, false, true), 0);
-  assert_int_equal (b->ops->zero (b, MiB + 8192, 1000, false, false), 0);
+  assert_int_equal (backend_zero (b, 4096, MiB, false, true), 0);
+  assert_int_equal (backend_zero (b, MiB + 8192, 1000, false, false), 0);
   assert_pattern (b, 0, 4096);
   assert_zeroes (b, 4096, MiB);
   assert_pattern (b, MiB + 4096, 4096);

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "backend.h"
+#include "internal.h"
 #include "test-backend-util.h"
 
 #define MiB (1024 * 1024)
@@ -78,15 +79,15 @@ test_rw_io (void **state)
   assert_pattern (b, 0, 4 * MiB);
   assert_pattern (b, 40 * MiB + 7, 33 * MiB / 2);
   /* The script finds this trim, with FUA, in nbdkit's log. */
-  assert_int_equal (b->ops->discard (b, MiB, MiB, true), 0);
+  assert_int_equal (backend_discard (b, MiB, MiB, true), 0);
   assert_zeroes (b, MiB, MiB);   /* the memory plugin's trim zeroes */
   assert_pattern (b, 2 * MiB, 2 * MiB);
-  assert_int_equal (b->ops->zero (b, 2 * MiB + 1, 4096, false, false), 0);
+  assert_int_equal (backend_zero (b, 2 * MiB + 1, 4096, false, false), 0);
   assert_zeroes (b, 2 * MiB + 1, 4096);
   assert_pattern (b, 2 * MiB + 4097, MiB);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
   /* The whole device at once, as mkfs does. */
-  assert_int_equal (b->ops->discard (b, 0, SIZE, false), 0);
+  assert_int_equal (backend_discard (b, 0, SIZE, false), 0);
   assert_zeroes (b, 0, MiB);
 }
 
@@ -118,14 +119,14 @@ test_rw_extents (void **state)
   struct backend *b = *state;
   struct seen s = { .end = 8 * MiB };
 
-  assert_int_equal (b->ops->discard (b, 0, SIZE, false), 0);
+  assert_int_equal (backend_discard (b, 0, SIZE, false), 0);
   write_pattern (b, 9 * MiB, MiB, false);
-  assert_int_equal (b->ops->extents (b, 8 * MiB, 4 * MiB, see_extent, &s), 0);
+  assert_int_equal (backend_extents (b, 8 * MiB, 4 * MiB, see_extent, &s), 0);
   assert_int_equal (s.end, 12 * MiB);
   assert_int_equal (s.data, MiB);
   assert_int_equal (s.holes, 3 * MiB);
   s = (struct seen) { .end = 0 };
-  assert_int_equal (b->ops->extents (b, 0, SIZE, see_extent, &s), 0);
+  assert_int_equal (backend_extents (b, 0, SIZE, see_extent, &s), 0);
   assert_int_equal (s.end, SIZE);
   assert_int_equal (s.data, MiB);
 }
@@ -142,7 +143,7 @@ test_rw_before_start (void **state)
   assert_non_null (b);
   write_pattern (b, 5 * MiB, MiB, false);
   assert_pattern (b, 5 * MiB, MiB);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
   assert_int_equal (backend_start (b), 0);
   assert_pattern (b, 5 * MiB, MiB);
   write_pattern (b, 7 * MiB, MiB, true);
@@ -186,14 +187,14 @@ test_notrim (void **state)
   assert_false (l->can_flush);
   assert_false (l->can_multi_conn);
   /* Silently refused: the engine turns forwarding off. */
-  assert_fails_with (b->ops->discard (b, 0, 4096, false), EOPNOTSUPP);
+  assert_fails_with (backend_discard (b, 0, 4096, false), EOPNOTSUPP);
   write_pattern (b, 0, 1 * MiB, true);
   /* No zero on the server: zeroes are written. */
-  assert_int_equal (b->ops->zero (b, 4096, 300 * 1024 + 5, true, true), 0);
+  assert_int_equal (backend_zero (b, 4096, 300 * 1024 + 5, true, true), 0);
   assert_pattern (b, 0, 4096);
   assert_zeroes (b, 4096, 300 * 1024 + 5);
   assert_pattern (b, 4096 + 300 * 1024 + 5, 4096);
-  assert_int_equal (b->ops->flush (b), 0);
+  assert_int_equal (backend_flush (b), 0);
 }
 
 /* sizes */
@@ -220,7 +221,7 @@ test_sizes_chunks (void **state)
 
   write_pattern (b, 512, 3 * MiB + 512, false);
   assert_pattern (b, 512, 3 * MiB + 512);
-  assert_int_equal (b->ops->zero (b, 1024, 2 * MiB, false, false), 0);
+  assert_int_equal (backend_zero (b, 1024, 2 * MiB, false, false), 0);
   assert_zeroes (b, 1024, 2 * MiB);
 }
 
@@ -233,8 +234,8 @@ test_sizes_discard_cut (void **state)
   struct backend *b = *state;
 
   write_pattern (b, 0, 256 * 1024, false);
-  assert_int_equal (b->ops->discard (b, 1000, 60 * 1024, false), 0);
-  assert_int_equal (b->ops->discard (b, 1000, 200 * 1024, false), 0);
+  assert_int_equal (backend_discard (b, 1000, 60 * 1024, false), 0);
+  assert_int_equal (backend_discard (b, 1000, 200 * 1024, false), 0);
   assert_pattern (b, 0, 64 * 1024);
   assert_zeroes (b, 64 * 1024, 128 * 1024);
   assert_pattern (b, 192 * 1024, 64 * 1024);
@@ -254,7 +255,7 @@ slow_trim (void *arg)
 {
   struct backend *b = arg;
 
-  return (void *) (intptr_t) b->ops->discard (b, 0, 64 * 1024, false);
+  return (void *) (intptr_t) backend_discard (b, 0, 64 * 1024, false);
 }
 
 /* A 1 s trim must not hold up reads: they are in flight beside it (and
@@ -275,7 +276,7 @@ test_sizes_concurrency (void **state)
   start = now ();
   assert_int_equal (pthread_create (&thread, NULL, slow_trim, b), 0);
   for (i = 0; i < 10; ++i)
-    assert_int_equal (b->ops->pread (b, buf, sizeof buf, MiB), 0);
+    assert_int_equal (backend_pread (b, buf, sizeof buf, MiB), 0);
   t = now () - start;
   assert_int_equal (pthread_join (thread, &ret), 0);
   assert_int_equal ((intptr_t) ret, 0);

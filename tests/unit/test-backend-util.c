@@ -56,7 +56,7 @@ write_pattern (struct backend *b, uint64_t offset, uint32_t len, bool fua)
 
   assert_non_null (buf);
   fill_pattern (buf, len, offset);
-  assert_int_equal (b->ops->pwrite (b, buf, len, offset, fua), 0);
+  assert_int_equal (backend_pwrite (b, buf, len, offset, fua), 0);
   free (buf);
 }
 
@@ -69,7 +69,7 @@ assert_reads (struct backend *b, uint64_t offset, uint32_t len,
 
   assert_non_null (got);
   memset (got, 0xaa, len);
-  assert_int_equal (b->ops->pread (b, got, len, offset), 0);
+  assert_int_equal (backend_pread (b, got, len, offset), 0);
   assert_memory_equal (got, want, len);
   free (got);
 }
@@ -102,21 +102,21 @@ check_range_errors (struct backend *b)
   uint64_t end = b->size;
 
   /* Past the end: reads and discards EINVAL, writes and zeroes ENOSPC. */
-  assert_fails_with (b->ops->pread (b, buf, sizeof buf, end - 256), EINVAL);
-  assert_fails_with (b->ops->pwrite (b, buf, sizeof buf, end, false), ENOSPC);
-  assert_fails_with (b->ops->zero (b, end - 4096, 8192, false, false), ENOSPC);
-  assert_fails_with (b->ops->discard (b, end, 4096, false), EINVAL);
+  assert_fails_with (backend_pread (b, buf, sizeof buf, end - 256), EINVAL);
+  assert_fails_with (backend_pwrite (b, buf, sizeof buf, end, false), ENOSPC);
+  assert_fails_with (backend_zero (b, end - 4096, 8192, false, false), ENOSPC);
+  assert_fails_with (backend_discard (b, end, 4096, false), EINVAL);
   /* offset + length wraps: EINVAL everywhere. */
-  assert_fails_with (b->ops->pread (b, buf, sizeof buf, UINT64_MAX - 100),
+  assert_fails_with (backend_pread (b, buf, sizeof buf, UINT64_MAX - 100),
                      EINVAL);
-  assert_fails_with (b->ops->pwrite (b, buf, sizeof buf, UINT64_MAX, false),
+  assert_fails_with (backend_pwrite (b, buf, sizeof buf, UINT64_MAX, false),
                      EINVAL);
-  assert_fails_with (b->ops->zero (b, 4096, UINT64_MAX, true, false), EINVAL);
-  assert_fails_with (b->ops->discard (b, UINT64_MAX - 4095, 8192, false),
+  assert_fails_with (backend_zero (b, 4096, UINT64_MAX, true, false), EINVAL);
+  assert_fails_with (backend_discard (b, UINT64_MAX - 4095, 8192, false),
                      EINVAL);
   /* The last byte and empty requests at the end are fine. */
-  assert_int_equal (b->ops->pread (b, buf, 1, end - 1), 0);
-  assert_int_equal (b->ops->pread (b, buf, 0, end), 0);
+  assert_int_equal (backend_pread (b, buf, 1, end - 1), 0);
+  assert_int_equal (backend_pread (b, buf, 0, end), 0);
 }
 
 void
@@ -127,10 +127,10 @@ check_read_only (struct backend *b)
   assert_true (b->limits.read_only);
   assert_false (b->limits.can_discard);
   assert_false (b->limits.can_zero);
-  assert_int_equal (b->ops->pread (b, buf, sizeof buf, 0), 0);
-  assert_fails_with (b->ops->pwrite (b, buf, sizeof buf, 0, false), EROFS);
-  assert_fails_with (b->ops->zero (b, 0, 4096, true, false), EROFS);
-  assert_fails_with (b->ops->discard (b, 0, 4096, false), EROFS);
+  assert_int_equal (backend_pread (b, buf, sizeof buf, 0), 0);
+  assert_fails_with (backend_pwrite (b, buf, sizeof buf, 0, false), EROFS);
+  assert_fails_with (backend_zero (b, 0, 4096, true, false), EROFS);
+  assert_fails_with (backend_discard (b, 0, 4096, false), EROFS);
 }
 
 void

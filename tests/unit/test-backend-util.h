@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "internal.h"
 
 /* What backend_setup opens (read-write) and starts into *state for
  * each test; backend_teardown closes it.

@@ -295,11 +295,11 @@ static void
 test_engine (void **state)
 {
   expect_abort (forward_past_the_end,
-                "forward_drops_lock: VERIFY3U(end <= e->backend->size) "
+                "forward_drops_lock: VERIFY3U(end <= backend_size (e->backend)) "
                 "failed (16781312 <= 16777216)");
   expect_abort (record_past_the_end,
                 "engine_record_trim_drops_lock: "
-                "VERIFY3U(end <= e->backend->size)");
+                "VERIFY3U(end <= backend_size (e->backend))");
 }
 
 static void

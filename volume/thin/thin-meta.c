@@ -89,28 +89,23 @@ thin_append_record_locked (struct thin *t, uint32_t type, uint64_t l,
  * new one replaces it.  Returns the new file's descriptor, locked.
  */
 static int
+lock_and_fill (int fd, void *opaque)
+{
+  if (flock (fd, LOCK_EX | LOCK_NB) == -1)
+    return -1;
+  return fileio_write_buffer (fd, opaque);
+}
+
+static int
 write_meta_file (struct thin *t, const void *image, size_t len)
 {
-  CLEANUP_FREE char *tmp = NULL;
-  int fd;
+  struct fileio_buffer buf = { .data = image, .len = len };
+  const char *step;
+  int fd = fileio_replace (t->path, 0600, FILEIO_KEEP_FD, lock_and_fill, &buf,
+                           &step);
 
-  if (asprintf (&tmp, "%s.tmp", t->path) == -1) {
-    dc_error ("meta=%s: out of memory", t->path);
-    return -1;
-  }
-  fd = open (tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd == -1) {
-    dc_error ("meta=%s: cannot create %s: %m", t->path, tmp);
-    return -1;
-  }
-  if (flock (fd, LOCK_EX | LOCK_NB) == -1 ||
-      pwrite_all (fd, image, len, 0) == -1 || fdatasync (fd) == -1 ||
-      rename (tmp, t->path) == -1 || fsync_dir (t->path) == -1) {
-    dc_error ("meta=%s: cannot write a checkpoint: %m", t->path);
-    close (fd);
-    unlink (tmp);
-    return -1;
-  }
+  if (fd == -1)
+    dc_error ("meta=%s: cannot write a checkpoint: cannot %s: %m", t->path, step);
   return fd;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "arith.h"
+#include "clock.h"
 #include "engine.h"
 #include "le.h"
 #include "log.h"
@@ -177,7 +178,6 @@ thin_new (struct engine *e, const struct volume_config *cfg)
   NO_THREAD_SAFETY_ANALYSIS
 {
   struct thin *t = calloc (1, sizeof *t);
-  pthread_condattr_t attr;
 
   if (t == NULL || (t->path = strdup (cfg->meta)) == NULL) {
     free (t);
@@ -204,10 +204,7 @@ thin_new (struct engine *e, const struct volume_config *cfg)
   t->id.backend = *engine_saved_identity (e);
   pthread_mutex_init (&t->lock, NULL);
   pthread_mutex_init (&t->commit_lock, NULL);
-  pthread_condattr_init (&attr);
-  pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-  pthread_cond_init (&t->changed, &attr);
-  pthread_condattr_destroy (&attr);
+  monotonic_cond_init (&t->changed);
   return t;
 }
 
