@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cleanup.h"
 #include "fileio.h"
 #include "log.h"
 #include "stats.h"

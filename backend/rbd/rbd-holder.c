@@ -21,14 +21,12 @@
 #include <config.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cleanup.h"
 #include "fileio.h"
 #include "log.h"
 #include "rbd-internal.h"
@@ -52,22 +50,12 @@ own_address (struct rbd_backend *h, char *buf, size_t len)
   return 0;
 }
 
-/* Write text to path atomically (fileio_replace).  0, or -1 with errno
- * set and *step naming what failed.
- */
-static int
-write_file (const char *path, const char *text, const char **step)
-{
-  struct fileio_buffer buf = { .data = text, .len = strlen (text) };
-
-  return fileio_replace (path, 0600, 0, fileio_write_buffer, &buf, step);
-}
-
 void
 rbd_holder_record (struct rbd_backend *h)
 {
   const char *file = h->opts.holder_file;
   char addr[256], host[HOST_NAME_MAX + 1] = "?", text[600];
+  struct fileio_buffer buf = { .data = text };
   const char *step;
   int r;
 
@@ -89,8 +77,9 @@ rbd_holder_record (struct rbd_backend *h)
   /* Without the record, a crash is followed by a wait for the watch to
    * expire, as without state=: worth a message, not a refusal.
    */
-  snprintf (text, sizeof text, "%s\n", addr);
-  if (file && write_file (file, text, &step) == -1)
+  buf.len = snprintf (text, sizeof text, "%s\n", addr);
+  if (file && fileio_replace (file, 0600, 0, fileio_write_buffer, &buf,
+                              &step) == -1)
     dc_error ("backend %s: %s: cannot %s: %m: a restart after a crash will wait "
               "for the image's lock to expire", h->b.identity.name, file,
               step);
